@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// System libraries come from Debian's -dev packages; `make setup` installs them.
+func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "voxpipe",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "voxpipe", targets: ["voxpipe"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
+        systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        systemLibrary("CSampleRate", pkgConfig: "samplerate", apt: "libsamplerate0-dev"),
+
+        .target(name: "VoxCore", dependencies: [
+            .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "VoxDecode", dependencies: ["VoxCore", "CSndFile"]),
+        .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
+        .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
+        .executableTarget(name: "voxpipe", dependencies: [
+            "VoxCore", "VoxDecode", "VoxResample", "VoxWrite",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .testTarget(name: "VoxCoreTests", dependencies: ["VoxCore"]),
+        .testTarget(name: "VoxDecodeTests", dependencies: ["VoxDecode", "VoxCore", "CSndFile"]),
+        .testTarget(name: "VoxResampleTests", dependencies: ["VoxResample", "VoxDecode", "VoxCore"]),
+        .testTarget(name: "VoxWriteTests", dependencies: ["VoxWrite", "VoxDecode", "VoxCore"]),
+        .testTarget(name: "voxpipeTests", dependencies: ["voxpipe", "VoxCore"]),
+    ]
+)

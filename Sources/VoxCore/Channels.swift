@@ -1,0 +1,53 @@
+import AsyncAlgorithms
+
+/// The channel type between two stages: bounded (a `send` waits for the consumer) and failable.
+public typealias PayloadChannel = AsyncThrowingChannel<any Payload, any Error>
+
+/// A stage's typed view of its input channel. The channel ending is the end of input; a failed
+/// channel throws the upstream failure.
+public struct Inbox<Input: StageInput>: AsyncSequence, Sendable {
+    public typealias Element = Input
+    let channel: PayloadChannel
+
+    public init(_ channel: PayloadChannel) { self.channel = channel }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(base: channel.makeAsyncIterator()) }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: PayloadChannel.Iterator
+
+        public mutating func next() async throws -> Input? {
+            guard let payload = try await base.next() else { return nil }
+            guard let value = Input(payload: payload) else {
+                // The planner checked this edge; reaching here is a bug, not bad input.
+                throw VoxError(.internal, "a \(type(of: payload).payloadType) reached a stage that takes \(Input.accepted.map(\.rawValue).joined(separator: " | "))")
+            }
+            return value
+        }
+    }
+}
+
+/// Receives what terminal stages (those nothing reads from) give: the runner collects artifacts.
+public protocol OutputSink: Sendable {
+    func collect(_ payload: any Payload)
+}
+
+/// A stage's typed view of its output: one value goes to every stage fed from it (fan-out), each
+/// `send` waiting for its consumer (back-pressure).
+public struct Outbox<Output: Payload>: Sendable {
+    let channels: [PayloadChannel]
+    let sink: (any OutputSink)?
+
+    public init(channels: [PayloadChannel], sink: (any OutputSink)?) {
+        self.channels = channels
+        self.sink = sink
+    }
+
+    /// Sends one value downstream; throws `CancellationError` when the item was abandoned.
+    public func send(_ value: Output) async throws {
+        try Task.checkCancellation()
+        for channel in channels { await channel.send(value) }
+        sink?.collect(value)
+        try Task.checkCancellation()
+    }
+}

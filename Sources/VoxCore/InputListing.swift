@@ -1,0 +1,73 @@
+import Foundation
+
+/// Turns the command line's INPUT paths into items: files as given, folders searched
+/// recursively for audio files, and each item's output folder name decided from the whole
+/// listing so that two inputs never share one.
+public enum InputListing {
+    /// Extensions picked up when searching folders. Files named explicitly are always taken.
+    public static let audioExtensions: Set<String> = [
+        "wav", "wave", "flac", "ogg", "oga", "opus", "mp3", "aif", "aiff", "aifc", "caf", "w64", "rf64",
+        "au", "snd", "m4a", "mp4", "aac", "webm", "mka", "wma", "amr", "3gp",
+    ]
+
+    public static func collect(_ paths: [String], fileManager: FileManager = .default) throws -> [InputFile] {
+        var found: [(url: URL, relative: String)] = []
+        var seen = Set<String>()
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard fileManager.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw VoxError(.noInput, "\(path): no such file or folder")
+            }
+            let url = URL(fileURLWithPath: path).standardizedFileURL
+            if isDirectory.boolValue {
+                for (file, relative) in try audioFiles(under: url, fileManager: fileManager) where seen.insert(file.path).inserted {
+                    found.append((file, relative))
+                }
+            } else if seen.insert(url.path).inserted {
+                found.append((url, url.lastPathComponent))
+            }
+        }
+        return try assignOutputNames(found)
+    }
+
+    static func audioFiles(under root: URL, fileManager: FileManager) throws -> [(URL, String)] {
+        guard let enumerator = fileManager.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey],
+                                                      options: [.skipsHiddenFiles]) else {
+            throw VoxError(.noInput, "\(root.path): cannot list folder")
+        }
+        var files: [(URL, String)] = []
+        let base = root.path.hasSuffix("/") ? root.path : root.path + "/"
+        for case let url as URL in enumerator {
+            guard audioExtensions.contains(url.pathExtension.lowercased()),
+                  (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+            let path = url.standardizedFileURL.path
+            let relative = path.hasPrefix(base) ? String(path.dropFirst(base.count)) : url.lastPathComponent
+            files.append((url.standardizedFileURL, relative))
+        }
+        return files
+    }
+
+    /// Output folder names: the relative path without extension; where two inputs would share
+    /// one (`a.wav`, `a.flac`), both keep their extension. Sorted by relative path.
+    static func assignOutputNames(_ files: [(url: URL, relative: String)]) throws -> [InputFile] {
+        func stem(_ relative: String) -> String {
+            let ext = (relative as NSString).pathExtension
+            return ext.isEmpty ? relative : String(relative.dropLast(ext.count + 1))
+        }
+        var byStem: [String: Int] = [:]
+        for file in files { byStem[stem(file.relative), default: 0] += 1 }
+        var items = files.map { file in
+            InputFile(url: file.url, relativePath: file.relative,
+                      outputName: byStem[stem(file.relative)]! > 1 ? file.relative : stem(file.relative))
+        }
+        items.sort { $0.relativePath == $1.relativePath ? $0.url.path < $1.url.path : $0.relativePath < $1.relativePath }
+        var owner: [String: InputFile] = [:]
+        for item in items {
+            if let other = owner[item.outputName] {
+                throw VoxError(.usage, "\(other.url.path) and \(item.url.path) would both write to '\(item.outputName)/'; pass their common parent folder as INPUT instead")
+            }
+            owner[item.outputName] = item
+        }
+        return items
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Where one item's outputs go. Writers reserve a temporary file beside each final path and
+/// write it whole; the runner renames them all into place only when the item succeeds, and
+/// removes them when it fails, so no reader ever sees half a file and a failed item never
+/// replaces good outputs of an earlier run.
+public final class ItemOutputs: @unchecked Sendable {
+    /// The run's output directory.
+    public let root: URL
+    /// The item's folder, relative to `root`.
+    public let folderName: String
+    private let lock = NSLock()
+    private var pending: [(temp: URL, final: URL)] = []
+    private var finals: Set<String> = []
+
+    /// Marks temporary files, so a later run can find and remove those a killed run left.
+    public static let temporaryMarker = ".voxpipe-tmp-"
+
+    public init(root: URL, folderName: String) {
+        self.root = root
+        self.folderName = folderName
+    }
+
+    public var folder: URL { root.appendingPathComponent(folderName, isDirectory: true) }
+
+    /// The output file name DESIGN.md gives a stage's output: `<stage id>[-NNNN].<ext>`, with
+    /// NNNN counting from 0001.
+    public static func fileName(stageID: String, index: Int?, ext: String) -> String {
+        let number = index.map { String(format: "-%04d", $0 + 1) } ?? ""
+        return "\(stageID)\(number).\(ext)"
+    }
+
+    /// Reserves the output `<stage id>[-NNNN].<ext>` and returns the temporary path to write it
+    /// to. Creates the item folder when needed.
+    public func reserve(stageID: String, index: Int? = nil, ext: String) throws -> URL {
+        try reserve(name: Self.fileName(stageID: stageID, index: index, ext: ext))
+    }
+
+    /// Reserves an output by file (or folder) name inside the item folder.
+    public func reserve(name: String) throws -> URL {
+        let final = folder.appendingPathComponent(name)
+        let temp = folder.appendingPathComponent(".\(name)\(Self.temporaryMarker)\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try lock.withLock {
+            guard finals.insert(final.path).inserted else {
+                throw VoxError(.internal, "two outputs of one item would both be written to \(relativePath(final))")
+            }
+            pending.append((temp, final))
+        }
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw VoxError(.cannotCreate, "cannot create output folder \(folder.path): \(describe(error))")
+        }
+        return temp
+    }
+
+    /// Describes a finished temporary file as the artifact it will become: its final path
+    /// (relative to the output directory), size and SHA-256. Flushes it to disk first.
+    public func artifact(for temp: URL) throws -> Artifact {
+        guard let final = lock.withLock({ pending.first(where: { $0.temp == temp })?.final }) else {
+            throw VoxError(.internal, "\(temp.path) was not reserved")
+        }
+        let fd = open(temp.path, O_RDONLY)
+        if fd >= 0 { fsync(fd); close(fd) }
+        let (hex, bytes) = try SHA256.hexOfFile(at: temp)
+        return Artifact(path: relativePath(final), bytes: bytes, sha256: hex)
+    }
+
+    func relativePath(_ url: URL) -> String {
+        let base = root.standardizedFileURL.path
+        let path = url.standardizedFileURL.path
+        return path.hasPrefix(base + "/") ? String(path.dropFirst(base.count + 1)) : path
+    }
+
+    /// Renames every reserved file into place; called by the runner when the item succeeded.
+    func commit() throws {
+        let moves = lock.withLock { pending }
+        for (temp, final) in moves {
+            guard FileManager.default.fileExists(atPath: temp.path) else { continue }
+            if rename(temp.path, final.path) != 0 {
+                // A folder (an evidence bag) replaces an older one of the same name.
+                if errno == ENOTEMPTY || errno == EEXIST || errno == EISDIR {
+                    try? FileManager.default.removeItem(at: final)
+                    if rename(temp.path, final.path) == 0 { continue }
+                }
+                throw VoxError(.cannotCreate, "cannot move \(temp.lastPathComponent) into place as \(final.path): \(String(cString: strerror(errno)))")
+            }
+        }
+        let fd = open(folder.path, O_RDONLY)
+        if fd >= 0 { fsync(fd); close(fd) }
+        lock.withLock { pending.removeAll() }
+    }
+
+    /// Removes every reserved temporary file; called when the item failed or was abandoned.
+    func discard() {
+        let moves = lock.withLock { pending }
+        for (temp, _) in moves { try? FileManager.default.removeItem(at: temp) }
+        lock.withLock { pending.removeAll() }
+        // Leave no empty folder behind for an item that wrote nothing.
+        rmdir(folder.path)
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+
+/// The kinds of value that flow between stages. The planner checks edges with these, before any
+/// audio is read.
+public enum PayloadType: String, Sendable, CaseIterable, CustomStringConvertible {
+    case inputFile = "InputFile"
+    case audioBlock = "AudioBlock"
+    case audioChunk = "AudioChunk"
+    case transcript = "Transcript"
+    case reply = "Reply"
+    case speech = "Speech"
+    case artifact = "Artifact"
+
+    public var description: String { rawValue }
+
+    /// The payload types a value of this type carries (itself first). Later payloads carry the
+    /// earlier ones, so a stage that takes a `Transcript` can be fed from a `Reply`.
+    public var carried: [PayloadType] {
+        switch self {
+        case .reply: [.reply, .transcript, .audioChunk]
+        case .transcript: [.transcript, .audioChunk]
+        case .speech: [.speech, .audioChunk, .reply, .transcript]
+        default: [self]
+        }
+    }
+
+    /// Whether a value of this type can feed an input that takes `other`.
+    public func carries(_ other: PayloadType) -> Bool { carried.contains(other) }
+}
+
+/// A value that flows on a channel between stages.
+public protocol Payload: Sendable {
+    static var payloadType: PayloadType { get }
+    /// The payload of type `T` this value carries, itself included (see `PayloadType.carried`).
+    func carried<T: Payload>(_ type: T.Type) -> T?
+}
+
+extension Payload {
+    public func carried<T: Payload>(_ type: T.Type) -> T? { self as? T }
+}
+
+/// Sample rate and channel count of PCM audio.
+public struct AudioFormat: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var sampleRate: Int
+    public var channels: Int
+
+    public init(sampleRate: Int, channels: Int) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    public var description: String { "\(sampleRate) Hz, \(channels) ch" }
+}
+
+/// One audio file to process: the unit of work ("item").
+public struct InputFile: Payload, Hashable {
+    public static let payloadType = PayloadType.inputFile
+    /// Where the file is.
+    public var url: URL
+    /// Its path relative to the INPUT root it was found under (the file name for a file given
+    /// directly), with its extension.
+    public var relativePath: String
+    /// The item's output folder, relative to the output directory: the relative path without its
+    /// extension, or with it where two inputs would otherwise share a folder.
+    public var outputName: String
+
+    public init(url: URL, relativePath: String, outputName: String) {
+        self.url = url
+        self.relativePath = relativePath
+        self.outputName = outputName
+    }
+}
+
+/// A run of PCM frames (Float32, interleaved) from a stream, with its format and the offset of
+/// its first frame in the source. A stream of blocks keeps memory flat on a 3-hour file.
+public struct AudioBlock: Payload {
+    public static let payloadType = PayloadType.audioBlock
+    public var format: AudioFormat
+    /// Interleaved samples, `frames * format.channels` of them.
+    public var samples: [Float]
+    /// Index of this block's first frame in the stream (in `format.sampleRate` frames).
+    public var frameOffset: Int64
+
+    public init(format: AudioFormat, samples: [Float], frameOffset: Int64) {
+        self.format = format
+        self.samples = samples
+        self.frameOffset = frameOffset
+    }
+
+    public var frames: Int { format.channels > 0 ? samples.count / format.channels : 0 }
+    /// Start of this block in seconds from the start of the source.
+    public var startSeconds: Double { Double(frameOffset) / Double(format.sampleRate) }
+}
+
+/// A bounded segment of audio cut from a stream, with its span in the original file.
+public struct AudioChunk: Payload {
+    public static let payloadType = PayloadType.audioChunk
+
+    /// Why a chunk was cut where it was.
+    public enum Cut: String, Sendable, Codable {
+        case window, voice, tail, whole, synthesized
+    }
+
+    public var format: AudioFormat
+    public var samples: [Float]
+    /// Start and end in seconds, in the original file's time.
+    public var start: Double
+    public var end: Double
+    /// 0-based position of this chunk in its item.
+    public var index: Int
+    public var cut: Cut
+
+    public init(format: AudioFormat, samples: [Float], start: Double, end: Double, index: Int, cut: Cut) {
+        self.format = format
+        self.samples = samples
+        self.start = start
+        self.end = end
+        self.index = index
+        self.cut = cut
+    }
+
+    public var frames: Int { format.channels > 0 ? samples.count / format.channels : 0 }
+}
+
+/// A word with its time span (original file's time) and the engine's confidence (0…1).
+public struct Word: Sendable, Hashable, Codable {
+    public var text: String
+    public var start: Double
+    public var end: Double
+    public var confidence: Double?
+
+    public init(text: String, start: Double, end: Double, confidence: Double?) {
+        self.text = text
+        self.start = start
+        self.end = end
+        self.confidence = confidence
+    }
+}
+
+/// Text recognised in one chunk.
+public struct Transcript: Payload {
+    public static let payloadType = PayloadType.transcript
+    public var chunk: AudioChunk
+    public var text: String
+    public var words: [Word]
+    public var language: String?
+    public var provider: String
+    public var model: String?
+
+    public init(chunk: AudioChunk, text: String, words: [Word], language: String?, provider: String, model: String?) {
+        self.chunk = chunk
+        self.text = text
+        self.words = words
+        self.language = language
+        self.provider = provider
+        self.model = model
+    }
+
+    public func carried<T: Payload>(_ type: T.Type) -> T? {
+        (self as? T) ?? (chunk as? T)
+    }
+}
+
+/// A reply to one transcript.
+public struct Reply: Payload {
+    public static let payloadType = PayloadType.reply
+    public var transcript: Transcript
+    public var text: String
+
+    public init(transcript: Transcript, text: String) {
+        self.transcript = transcript
+        self.text = text
+    }
+
+    public func carried<T: Payload>(_ type: T.Type) -> T? {
+        (self as? T) ?? transcript.carried(T.self)
+    }
+}
+
+/// Synthesized speech for one reply. Its `audio` is the chunk a WAV writer takes.
+public struct Speech: Payload {
+    public static let payloadType = PayloadType.speech
+    public var audio: AudioChunk
+    public var reply: Reply
+
+    public init(audio: AudioChunk, reply: Reply) {
+        self.audio = audio
+        self.reply = reply
+    }
+
+    public func carried<T: Payload>(_ type: T.Type) -> T? {
+        (self as? T) ?? (audio as? T) ?? reply.carried(T.self)
+    }
+}
+
+/// A file a writer produced: where it is (relative to the output directory), its size and its
+/// SHA-256.
+public struct Artifact: Payload, Codable, Hashable {
+    public static let payloadType = PayloadType.artifact
+    public var path: String
+    public var bytes: Int64
+    public var sha256: String
+
+    public init(path: String, bytes: Int64, sha256: String) {
+        self.path = path
+        self.bytes = bytes
+        self.sha256 = sha256
+    }
+}

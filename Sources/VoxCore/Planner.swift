@@ -1,0 +1,213 @@
+import Foundation
+
+/// A checked job: every stage configured, every edge type-checked, every stream format known.
+/// Built from a spec before any audio is read.
+public struct Plan: Sendable {
+    /// One stage of the plan.
+    public struct Node: Sendable {
+        public let index: Int
+        public let id: String
+        public let kind: StageKind
+        public let configuration: any Sendable
+        /// The stage it reads from; nil for the root, which reads the input file.
+        public let parent: Int?
+        public internal(set) var children: [Int]
+        public let inputType: PayloadType
+        public internal(set) var inputFormat: StreamFormat
+        public internal(set) var outputFormat: StreamFormat
+    }
+
+    public let name: String
+    public let nodes: [Node]
+    /// The spec in canonical form (sorted keys): part of every item key.
+    public let canonicalSpec: Data
+
+    /// Nodes in an order where each comes after the one it reads from.
+    public var topologicalOrder: [Node] {
+        var order: [Node] = []
+        var queue = nodes.filter { $0.parent == nil }
+        while !queue.isEmpty {
+            let node = queue.removeFirst()
+            order.append(node)
+            queue.append(contentsOf: node.children.map { nodes[$0] })
+        }
+        return order
+    }
+
+    /// The plan as `voxpipe validate` prints it: each stage with its types and the format on
+    /// its input edge.
+    public func describe() -> String {
+        var lines = ["plan '\(name)': \(nodes.count) stage\(nodes.count == 1 ? "" : "s")"]
+        let order = topologicalOrder
+        let idWidth = order.map(\.id.count).max() ?? 0
+        let kindWidth = order.map(\.kind.kind.count).max() ?? 0
+        for node in order {
+            let from = node.parent.map { "from '\(nodes[$0].id)'" } ?? "from input file"
+            let types = "\(node.inputType) → \(node.kind.output)"
+            var line = "  \(node.id.padding(toLength: idWidth, withPad: " ", startingAt: 0))  "
+            line += "\(node.kind.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0))  "
+            line += "\(types.padding(toLength: 26, withPad: " ", startingAt: 0))  \(from)"
+            if node.kind.output == .audioBlock || node.kind.output == .audioChunk || node.kind.output == .speech {
+                line += ", gives \(node.outputFormat)"
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Loads a spec and checks it, in DESIGN.md's order, stopping at the first problem with its
+/// JSON path: unknown kind or option, bad value, unknown or cyclic `from`, type mismatch, and a
+/// stream format a stage cannot take.
+public enum Planner {
+    static let topLevelKeys: Set = ["$schema", "name", "description", "stages"]
+    static let stageKeys: Set = ["id", "kind", "from"]
+
+    /// Loads the spec file at `url`; errors start with the file's path.
+    public static func load(specAt url: URL, registry: StageRegistry) throws -> Plan {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw VoxError(.invalidSpec, "\(url.path): cannot read spec: \(describe(error))")
+        }
+        do {
+            return try plan(data: data, baseDirectory: url.deletingLastPathComponent(), defaultName: url.deletingPathExtension().lastPathComponent, registry: registry)
+        } catch let error as VoxError {
+            throw VoxError(error.code, "\(url.path): \(error.message)")
+        }
+    }
+
+    /// Plans a spec given as JSON bytes.
+    public static func plan(data: Data, baseDirectory: URL, defaultName: String = "job", registry: StageRegistry) throws -> Plan {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(data)
+        } catch let DecodingError.dataCorrupted(context) {
+            let detail = (context.underlyingError as NSError?)?.userInfo["NSDebugDescription"] as? String ?? context.debugDescription
+            throw VoxError(.invalidSpec, "not valid JSON: \(detail)")
+        } catch {
+            throw VoxError(.invalidSpec, "not valid JSON: \(describe(error))")
+        }
+        return try plan(json: json, baseDirectory: baseDirectory, defaultName: defaultName, registry: registry)
+    }
+
+    public static func plan(json: JSONValue, baseDirectory: URL, defaultName: String = "job", registry: StageRegistry) throws -> Plan {
+        guard let top = json.objectValue else { throw VoxError(.invalidSpec, "expected a JSON object with \"stages\", got \(json.typeDescription)") }
+        for key in top.keys.sorted() where !topLevelKeys.contains(key) {
+            throw VoxError(.invalidSpec, "\(key): unknown top-level field (known: name, description, stages)")
+        }
+        if let name = top["name"], name.stringValue == nil { throw VoxError(.invalidSpec, "name: expected a string, got \(name.typeDescription)") }
+        guard let stagesValue = top["stages"] else { throw VoxError(.invalidSpec, "stages: missing; a spec needs at least one stage") }
+        guard let stages = stagesValue.arrayValue else { throw VoxError(.invalidSpec, "stages: expected an array, got \(stagesValue.typeDescription)") }
+        guard !stages.isEmpty else { throw VoxError(.invalidSpec, "stages: empty; a spec needs at least one stage") }
+
+        // 1. Each stage's id, kind and options.
+        struct Parsed { var id: String; var kind: StageKind; var from: String?; var configuration: any Sendable }
+        var parsed: [Parsed] = []
+        var seen: [String: Int] = [:]
+        for (i, value) in stages.enumerated() {
+            let path = "stages[\(i)]"
+            guard let object = value.objectValue else { throw VoxError(.invalidSpec, "\(path): expected an object, got \(value.typeDescription)") }
+            guard let idValue = object["id"] else { throw VoxError(.invalidSpec, "\(path).id: missing") }
+            guard let id = idValue.stringValue else { throw VoxError(.invalidSpec, "\(path).id: expected a string, got \(idValue.typeDescription)") }
+            guard isValidID(id) else {
+                throw VoxError(.invalidSpec, "\(path).id: \"\(id)\" is not a valid id (letters, digits, '-' and '_', starting with a letter or digit; it names output files)")
+            }
+            if let other = seen[id] { throw VoxError(.invalidSpec, "\(path).id: \"\(id)\" is already the id of stages[\(other)]") }
+            seen[id] = i
+            guard let kindValue = object["kind"] else { throw VoxError(.invalidSpec, "\(path).kind: missing (stage '\(id)')") }
+            guard let kindName = kindValue.stringValue else { throw VoxError(.invalidSpec, "\(path).kind: expected a string, got \(kindValue.typeDescription) (stage '\(id)')") }
+            guard let kind = registry[kindName] else {
+                throw VoxError(.invalidSpec, "\(path).kind: unknown kind \"\(kindName)\" (stage '\(id)'; known: \(registry.kinds.map(\.kind).joined(separator: ", ")))")
+            }
+            var from: String?
+            if let fromValue = object["from"] {
+                guard let f = fromValue.stringValue else { throw VoxError(.invalidSpec, "\(path).from: expected a stage id, got \(fromValue.typeDescription) (stage '\(id)')") }
+                from = f
+            }
+            let optionValues = object.filter { !stageKeys.contains($0.key) }
+            let configuration: any Sendable
+            do {
+                try validateOptions(optionValues, against: kind.options, path: path, owner: kind.kind)
+                configuration = try kind.configure(StageOptions(stageID: id, path: path, baseDirectory: baseDirectory, values: optionValues, specs: kind.options))
+            } catch let error as VoxError {
+                throw VoxError(error.code, "\(error.message) (stage '\(id)')")
+            }
+            parsed.append(Parsed(id: id, kind: kind, from: from, configuration: configuration))
+        }
+
+        // 2. Edges: `from` defaults to the stage before; the first stage reads the input file.
+        var parents: [Int?] = []
+        for (i, stage) in parsed.enumerated() {
+            if let from = stage.from {
+                guard let p = seen[from] else {
+                    throw VoxError(.invalidSpec, "stages[\(i)].from: no stage has the id \"\(from)\" (stage '\(stage.id)'; ids: \(parsed.map(\.id).joined(separator: ", ")))")
+                }
+                guard p != i else { throw VoxError(.invalidSpec, "stages[\(i)].from: stage '\(stage.id)' cannot read from itself") }
+                parents.append(p)
+            } else {
+                parents.append(i == 0 ? nil : i - 1)
+            }
+        }
+        for i in parsed.indices {
+            var path = [i]
+            var current = parents[i]
+            while let p = current {
+                if p == i {
+                    let cycle = (path.reversed() + [i]).map { "'\(parsed[$0].id)'" }.joined(separator: " → ")
+                    throw VoxError(.invalidSpec, "stages[\(i)].from: cycle \(cycle)")
+                }
+                if path.contains(p) { break }
+                path.append(p)
+                current = parents[p]
+            }
+        }
+
+        // 3. Types on every edge.
+        var nodes: [Plan.Node] = []
+        for (i, stage) in parsed.enumerated() {
+            let inputType: PayloadType
+            if let p = parents[i] {
+                let parent = parsed[p]
+                guard stage.kind.accepts(parent.kind.output) else {
+                    throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': \(stage.kind.kind) takes \(stage.kind.inputDescription) but '\(parent.id)' (\(parent.kind.kind)) gives \(parent.kind.output)")
+                }
+                inputType = parent.kind.output
+            } else {
+                guard stage.kind.accepts(.inputFile) else {
+                    throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': the first stage reads the input files, but \(stage.kind.kind) takes \(stage.kind.inputDescription); start with a decode stage")
+                }
+                inputType = .inputFile
+            }
+            nodes.append(Plan.Node(index: i, id: stage.id, kind: stage.kind, configuration: stage.configuration, parent: parents[i], children: [],
+                                   inputType: inputType, inputFormat: .source, outputFormat: .source))
+        }
+        for i in nodes.indices { if let p = parents[i] { nodes[p].children.append(i) } }
+
+        // 4. Stream formats, from the root down.
+        var queue = nodes.indices.filter { parents[$0] == nil }
+        while !queue.isEmpty {
+            let i = queue.removeFirst()
+            let input = parents[i].map { nodes[$0].outputFormat } ?? .source
+            nodes[i].inputFormat = input
+            do {
+                nodes[i].outputFormat = try nodes[i].kind.outputFormat(nodes[i].configuration, input)
+            } catch let error as PlanError {
+                let from = parents[i].map { "'\(nodes[$0].id)' (\(nodes[$0].kind.kind)) gives \(input)" } ?? "the input is \(input)"
+                throw VoxError(.invalidSpec, "stages[\(i)] '\(nodes[i].id)': \(error.message), but \(from)")
+            }
+            queue.append(contentsOf: nodes[i].children)
+        }
+
+        var canonical = top
+        canonical.removeValue(forKey: "$schema")
+        canonical.removeValue(forKey: "description")
+        return Plan(name: top["name"]?.stringValue ?? defaultName, nodes: nodes, canonicalSpec: JSONValue.object(canonical).canonicalData())
+    }
+
+    static func isValidID(_ id: String) -> Bool {
+        guard let first = id.unicodeScalars.first, first.properties.isAlphabetic || ("0"..."9").contains(first), id.count <= 64 else { return false }
+        return id.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_" }
+    }
+}

@@ -1,0 +1,187 @@
+import AsyncAlgorithms
+import Foundation
+import Logging
+
+// Data flow of one item (one input file) through a plan; each box is a task, each arrow a
+// bounded channel, and a stage's output fans out to every stage that names it in `from`:
+//
+//   InputFile ──▶ [decode] ──AudioBlock──▶ [resample] ──AudioBlock──┬─▶ [write-wav] ──Artifact──▶ sink
+//                                                                   └─▶ [chunk] ──AudioChunk──▶ …
+//
+// `--jobs N` items run at once, each with its own channels; stage instances (and the engines
+// they hold) are shared by all items of a run.
+
+/// How one item ended.
+public struct ItemResult: Sendable {
+    public enum Status: String, Sendable, Codable { case done, skipped, failed }
+    public var item: InputFile
+    public var status: Status
+    public var failure: StageFailure?
+    public var artifacts: [Artifact]
+    /// Wall-clock seconds spent on the item.
+    public var seconds: Double
+    /// Length of the input audio in seconds, when a decoder reported it.
+    public var audioSeconds: Double?
+
+    public init(item: InputFile, status: Status, failure: StageFailure? = nil, artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil) {
+        self.item = item
+        self.status = status
+        self.failure = failure
+        self.artifacts = artifacts
+        self.seconds = seconds
+        self.audioSeconds = audioSeconds
+    }
+}
+
+/// What a run reports as it goes.
+public enum RunEvent: Sendable {
+    case started(total: Int)
+    case itemStarted(InputFile)
+    case itemFinished(ItemResult)
+    case warning(String)
+}
+
+/// Receives run events (the command line's progress line, reports).
+public protocol RunObserver: Sendable {
+    func handle(_ event: RunEvent)
+}
+
+/// Per-item facts stages report (the decoder knows the input's duration).
+public final class ItemStats: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _audioSeconds: Double?
+
+    public init() {}
+
+    public var audioSeconds: Double? {
+        get { lock.withLock { _audioSeconds } }
+        set { lock.withLock { _audioSeconds = newValue } }
+    }
+}
+
+/// Settings of one run.
+public struct RunOptions: Sendable {
+    public var outputDirectory: URL
+    /// Items processed at once.
+    public var jobs: Int
+
+    public init(outputDirectory: URL, jobs: Int) {
+        self.outputDirectory = outputDirectory
+        self.jobs = max(1, jobs)
+    }
+}
+
+/// Streams every item through a plan, `jobs` items at once. One bad item fails alone.
+public struct Runner: Sendable {
+    public let plan: Plan
+    let stages: [any StageRunner]
+    public let options: RunOptions
+    let logger: Logger
+
+    /// Creates every stage instance of the plan and runs each `prepare()`; throws the first
+    /// failure (a missing model is `VoxError(.unavailable)`, exit 69).
+    public static func prepare(_ plan: Plan, options: RunOptions, context: StageContext) async throws -> Runner {
+        var stages: [any StageRunner] = []
+        for node in plan.nodes {
+            do {
+                let stage = try node.kind.instantiate(node.id, node.configuration, context)
+                try await stage.prepare()
+                stages.append(stage)
+            } catch let error as VoxError {
+                throw VoxError(error.code, "stage '\(node.id)' (\(node.kind.kind)): \(error.message)")
+            }
+        }
+        return Runner(plan: plan, stages: stages, options: options, logger: context.logger)
+    }
+
+    /// Runs every item and returns their results in input order.
+    public func run(_ items: [InputFile], observer: (any RunObserver)? = nil) async -> [ItemResult] {
+        observer?.handle(.started(total: items.count))
+        var results = [ItemResult?](repeating: nil, count: items.count)
+        await withTaskGroup(of: (Int, ItemResult).self) { group in
+            var next = 0
+            func startNext() {
+                guard next < items.count, !Task.isCancelled else { return }
+                let index = next
+                next += 1
+                observer?.handle(.itemStarted(items[index]))
+                group.addTask { (index, await process(items[index])) }
+            }
+            for _ in 0..<min(options.jobs, items.count) { startNext() }
+            while let (index, result) = await group.next() {
+                results[index] = result
+                observer?.handle(.itemFinished(result))
+                startNext()
+            }
+        }
+        return results.compactMap { $0 }
+    }
+
+    /// Runs one item through every stage, each in its own task, and commits its outputs only
+    /// when all succeeded.
+    public func process(_ item: InputFile) async -> ItemResult {
+        let started = ContinuousClock.now
+        let outputs = ItemOutputs(root: options.outputDirectory, folderName: item.outputName)
+        var itemLogger = logger
+        itemLogger[metadataKey: "item.path"] = .string(item.relativePath)
+        let context = ItemContext(item: item, outputs: outputs, logger: itemLogger)
+        let collector = ArtifactCollector()
+        func elapsed() -> Double {
+            let d = ContinuousClock.now - started
+            return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                let inboxes = plan.nodes.map { _ in PayloadChannel() }
+                for node in plan.nodes {
+                    let stage = stages[node.index]
+                    let inbox = inboxes[node.index]
+                    let downstream = node.children.map { inboxes[$0] }
+                    group.addTask {
+                        do {
+                            try await stage.run(input: inbox, output: downstream, sink: downstream.isEmpty ? collector : nil, item: context)
+                            for channel in downstream { channel.finish() }
+                            // A stage that stopped reading early must not leave its producer waiting.
+                            for try await _ in inbox {}
+                        } catch {
+                            let failure = Self.failure(error, node: node)
+                            for channel in downstream { channel.fail(failure) }
+                            throw failure
+                        }
+                    }
+                    if node.parent == nil {
+                        group.addTask {
+                            await inbox.send(item)
+                            inbox.finish()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try outputs.commit()
+            return ItemResult(item: item, status: .done, artifacts: collector.artifacts, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
+        } catch {
+            outputs.discard()
+            let failure = (error as? StageFailure) ?? StageFailure(stageID: "output", kind: "commit", reason: describe(error))
+            return ItemResult(item: item, status: .failed, failure: failure, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
+        }
+    }
+
+    static func failure(_ error: any Error, node: Plan.Node) -> StageFailure {
+        if let failure = error as? StageFailure { return failure }
+        if error is CancellationError { return StageFailure(stageID: node.id, kind: node.kind.kind, reason: "cancelled") }
+        return StageFailure(stageID: node.id, kind: node.kind.kind, reason: describe(error))
+    }
+}
+
+/// Collects what terminal stages give; artifacts go into the item's result.
+final class ArtifactCollector: OutputSink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var collected: [Artifact] = []
+
+    func collect(_ payload: any Payload) {
+        if let artifact = payload as? Artifact { lock.withLock { collected.append(artifact) } }
+    }
+
+    var artifacts: [Artifact] { lock.withLock { collected } }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+
+/// A stage kind: a type that states what it takes and gives, how it is configured from a spec,
+/// what it checks before data flows, and how it processes one item's stream.
+///
+/// The runner creates one instance per stage of a spec per run (so heavy engines load once),
+/// calls `prepare()` once, then `run` once per item, several items at once.
+public protocol Stage: Sendable {
+    /// What the stage reads: a payload type, or a type that accepts several.
+    associatedtype Input: StageInput
+    /// What the stage writes on its output channel.
+    associatedtype Output: Payload
+    /// The stage's settings, read from the spec by `configure`.
+    associatedtype Configuration: Sendable
+
+    /// The spec's `kind` string (lowercase with dashes).
+    static var kind: String { get }
+    /// One line for `voxpipe stages`.
+    static var summary: String { get }
+    /// The spec options this kind accepts.
+    static var options: [OptionSpec] { get }
+
+    /// Reads the configuration from validated options; throws `VoxError(.invalidSpec)` for values
+    /// that are valid JSON but do not make sense together.
+    static func configure(_ options: StageOptions) throws -> Configuration
+
+    /// The format of the stream this stage gives, from the one it takes; throws a `PlanError`
+    /// when it cannot take that format. The default passes the format through.
+    static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat
+
+    init(id: String, configuration: Configuration, context: StageContext) throws
+
+    /// Checks resources before any data flows: files present, engines loadable, endpoints
+    /// reachable. Throws `VoxError(.unavailable)` with the reason.
+    func prepare() async throws
+
+    /// Processes one item: reads `input` until it ends, writes `output`, and flushes what it
+    /// holds at the end of input. Throwing fails this item only.
+    func run(_ input: Inbox<Input>, _ output: Outbox<Output>, _ item: ItemContext) async throws
+}
+
+extension Stage {
+    public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat { input }
+    public func prepare() async throws {}
+}
+
+/// A type a stage can take as input: one payload type, or an enum over several (a WAV writer
+/// takes blocks, chunks or speech).
+public protocol StageInput: Sendable {
+    /// The payload types accepted, in order of preference.
+    static var accepted: [PayloadType] { get }
+    /// Picks the accepted value out of a payload; nil when the payload carries none.
+    init?(payload: any Payload)
+}
+
+extension StageInput where Self: Payload {
+    public static var accepted: [PayloadType] { [payloadType] }
+    public init?(payload: any Payload) {
+        guard let value = payload.carried(Self.self) else { return nil }
+        self = value
+    }
+}
+
+extension InputFile: StageInput {}
+extension AudioBlock: StageInput {}
+extension AudioChunk: StageInput {}
+extension Transcript: StageInput {}
+extension Reply: StageInput {}
+extension Speech: StageInput {}
+extension Artifact: StageInput {}
+
+/// What the planner knows about the audio on an edge: a fixed rate and channel count, or "as the
+/// source" (nil) until a stage fixes it.
+public struct StreamFormat: Sendable, Equatable, CustomStringConvertible {
+    public var sampleRate: Int?
+    public var channels: Int?
+
+    public init(sampleRate: Int? = nil, channels: Int? = nil) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    public static let source = StreamFormat()
+
+    public var description: String {
+        let rate = sampleRate.map { $0 % 1000 == 0 ? "\($0 / 1000) kHz" : "\($0) Hz" } ?? "source rate"
+        let ch: String
+        switch channels {
+        case nil: ch = "source channels"
+        case 1: ch = "mono"
+        case 2: ch = "stereo"
+        case let n?: ch = "\(n) ch"
+        }
+        return "\(rate) \(ch)"
+    }
+}
+
+/// Thrown by `Stage.outputFormat` when a stage cannot take the format it would be fed.
+public struct PlanError: Error, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}
+
+/// What every stage instance gets at creation: dependencies come through here, not globals.
+public struct StageContext: Sendable {
+    public var logger: Logger
+    /// The spec's folder: relative paths resolve against it.
+    public var specDirectory: URL
+
+    public init(logger: Logger, specDirectory: URL) {
+        self.logger = logger
+        self.specDirectory = specDirectory
+    }
+}
+
+/// What a stage gets for one item: the input file, where its outputs go, and a logger with the
+/// item's metadata.
+public struct ItemContext: Sendable {
+    public var item: InputFile
+    public var outputs: ItemOutputs
+    public var logger: Logger
+    /// Facts the stages report about the item (its audio duration).
+    public var stats: ItemStats
+
+    public init(item: InputFile, outputs: ItemOutputs, logger: Logger, stats: ItemStats = ItemStats()) {
+        self.item = item
+        self.outputs = outputs
+        self.logger = logger
+        self.stats = stats
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import VoxCore
+
+/// Decodes a file libsndfile cannot read (m4a/AAC, webm, …) with `ffmpeg` as a child process,
+/// streaming raw Float32 PCM from its stdout. `ffprobe` gives the format first.
+final class FFmpegReader {
+    let format: AudioFormat
+    let duration: Double?
+    private let process: Process
+    private let stdout: FileHandle
+    private let stderrURL: URL
+    private var pending = Data()
+
+    /// Finds `ffmpeg` and `ffprobe` on PATH; nil when either is missing.
+    static func tools(environment: [String: String] = ProcessInfo.processInfo.environment) -> (ffmpeg: URL, ffprobe: URL)? {
+        let path = environment["PATH"] ?? "/usr/bin:/bin"
+        func find(_ name: String) -> URL? {
+            for dir in path.split(separator: ":") {
+                let url = URL(fileURLWithPath: String(dir)).appendingPathComponent(name)
+                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+            }
+            return nil
+        }
+        guard let ffmpeg = find("ffmpeg"), let ffprobe = find("ffprobe") else { return nil }
+        return (ffmpeg, ffprobe)
+    }
+
+    init(url: URL, ffmpeg: URL, ffprobe: URL) throws {
+        let probe = try Self.capture(ffprobe, ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate,channels:format=duration",
+                                                "-of", "default=noprint_wrappers=1", url.path])
+        guard probe.status == 0 else { throw DecodeError(.ffmpegFailed, "ffprobe: \(Self.firstLine(probe.stderr, fallback: "exit status \(probe.status)"))") }
+        var fields: [String: String] = [:]
+        for line in probe.stdout.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        guard let rate = fields["sample_rate"].flatMap({ Int($0) }), let channels = fields["channels"].flatMap({ Int($0) }) else {
+            throw DecodeError(.unreadable, "no audio stream found (ffprobe)")
+        }
+        format = AudioFormat(sampleRate: rate, channels: channels)
+        duration = fields["duration"].flatMap { Double($0) }
+
+        stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-ffmpeg-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        let pipe = Pipe()
+        process = Process()
+        process.executableURL = ffmpeg
+        process.arguments = ["-nostdin", "-v", "error", "-i", url.path, "-map", "0:a:0", "-f", "f32le", "-acodec", "pcm_f32le", "-"]
+        process.standardOutput = pipe
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        process.standardInput = FileHandle.nullDevice
+        stdout = pipe.fileHandleForReading
+        do {
+            try process.run()
+        } catch {
+            throw DecodeError(.ffmpegFailed, "cannot start ffmpeg: \(describe(error))")
+        }
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        try? stdout.close()
+        try? FileManager.default.removeItem(at: stderrURL)
+    }
+
+    /// Reads up to `maxFrames` frames; an empty buffer at the end. Throws ffmpeg's own error when
+    /// it exits non-zero.
+    func read(maxFrames: Int) throws -> [Float] {
+        let frameBytes = 4 * format.channels
+        let want = maxFrames * frameBytes
+        while pending.count < want {
+            guard let data = try stdout.read(upToCount: want - pending.count), !data.isEmpty else { break }
+            pending.append(data)
+        }
+        let usable = pending.count - pending.count % frameBytes
+        if usable == 0 {
+            process.waitUntilExit()
+            if process.terminationStatus != 0 {
+                let log = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+                throw DecodeError(.ffmpegFailed, "ffmpeg: \(Self.firstLine(log, fallback: "exit status \(process.terminationStatus)"))")
+            }
+            return []
+        }
+        var samples = [Float](repeating: 0, count: usable / 4)
+        samples.withUnsafeMutableBytes { dst in pending.withUnsafeBytes { src in dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[0..<usable])) } }
+        pending.removeSubrange(0..<usable)
+        return samples
+    }
+
+    func cancel() { if process.isRunning { process.terminate() } }
+
+    static func firstLine(_ text: String, fallback: String) -> String {
+        let line = text.split(separator: "\n").first.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
+        return line.isEmpty ? fallback : line
+    }
+
+    static func capture(_ tool: URL, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = tool
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Small outputs: read both fully, then wait.
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+}

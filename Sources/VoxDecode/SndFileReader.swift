@@ -1,0 +1,66 @@
+internal import CSndFile
+import Foundation
+import VoxCore
+
+/// A file opened for reading with libsndfile; read in blocks of frames as Float32.
+final class SndFileReader {
+    private let handle: OpaquePointer
+    let format: AudioFormat
+    /// Frames the header declares.
+    let frames: Int64
+    let formatName: String
+    let seekable: Bool
+
+    /// Opens `url`; throws `SndFileOpenError` carrying libsndfile's own error code and text.
+    init(url: URL) throws {
+        var info = SF_INFO()
+        guard let handle = sf_open(url.path, Int32(SFM_READ), &info) else {
+            throw SndFileOpenError(code: sf_error(nil), message: String(cString: sf_strerror(nil)))
+        }
+        self.handle = handle
+        format = AudioFormat(sampleRate: Int(info.samplerate), channels: Int(info.channels))
+        frames = info.frames
+        seekable = info.seekable != 0
+        var formatInfo = SF_FORMAT_INFO()
+        formatInfo.format = info.format & Int32(SF_FORMAT_TYPEMASK)
+        if sf_command(nil, Int32(SFC_GET_FORMAT_MAJOR), &formatInfo, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0, let name = formatInfo.name {
+            formatName = String(cString: name)
+        } else {
+            formatName = "unknown"
+        }
+    }
+
+    deinit { sf_close(handle) }
+
+    /// Reads up to `maxFrames` frames into a new interleaved buffer; an empty buffer at the end.
+    func read(maxFrames: Int) throws -> [Float] {
+        let channels = format.channels
+        var buffer = [Float](repeating: 0, count: maxFrames * channels)
+        let got = buffer.withUnsafeMutableBufferPointer { sf_readf_float(handle, $0.baseAddress, sf_count_t(maxFrames)) }
+        let status = sf_error(handle)
+        if status != 0 && got <= 0 {
+            throw DecodeError(.readFailed, "read failed: \(String(cString: sf_strerror(handle)))")
+        }
+        if got < maxFrames { buffer.removeSubrange(Int(got) * channels..<buffer.count) }
+        return buffer
+    }
+
+    /// Moves to `frame`; returns false where the format cannot seek.
+    func seek(toFrame frame: Int64) -> Bool {
+        seekable && sf_seek(handle, sf_count_t(frame), SEEK_SET) == frame
+    }
+
+    /// Whether libsndfile's open error meant "I do not know this format" (so ffmpeg may).
+    static func isUnrecognisedFormat(_ code: Int32) -> Bool {
+        code == Int32(SF_ERR_UNRECOGNISED_FORMAT) || code == Int32(SF_ERR_MALFORMED_FILE)
+            || code == Int32(SF_ERR_UNSUPPORTED_ENCODING)
+    }
+
+    /// libsndfile's version string ("libsndfile-1.2.0").
+    static var version: String { String(cString: sf_version_string()) }
+}
+
+struct SndFileOpenError: Error {
+    var code: Int32
+    var message: String
+}

@@ -1,0 +1,66 @@
+import VoxCore
+
+/// The JSON Schema (draft 2020-12) of job specs, generated from the registry's option
+/// declarations so it cannot drift from what the loader accepts.
+enum SpecSchema {
+    static func make(_ registry: StageRegistry) -> JSONValue {
+        var defs: [String: JSONValue] = [:]
+        for kind in registry.kinds {
+            var properties: [String: JSONValue] = [
+                "id": ["type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$", "description": "Unique stage id; names the stage's output files."],
+                "kind": ["const": .string(kind.kind)],
+                "from": ["type": "string", "description": "The id of the stage this one reads from; defaults to the stage before."],
+            ]
+            for option in kind.options { properties[option.name] = schema(option) }
+            defs[kind.kind] = [
+                "type": "object",
+                "description": .string("\(kind.summary) Takes \(kind.inputDescription), gives \(kind.output)."),
+                "required": ["id", "kind"],
+                "additionalProperties": false,
+                "properties": .object(properties),
+            ]
+        }
+        return [
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "voxpipe job spec",
+            "type": "object",
+            "required": ["stages"],
+            "additionalProperties": false,
+            "properties": [
+                "$schema": ["type": "string"],
+                "name": ["type": "string", "description": "The job's name; defaults to the spec file's name."],
+                "description": ["type": "string"],
+                "stages": [
+                    "type": "array",
+                    "minItems": 1,
+                    "items": ["oneOf": .array(registry.kinds.map { ["$ref": .string("#/$defs/\($0.kind)")] })],
+                ],
+            ],
+            "$defs": .object(defs),
+        ]
+    }
+
+    static func schema(_ option: OptionSpec) -> JSONValue {
+        var s: [String: JSONValue]
+        switch option.kind {
+        case .integer(let r): s = ["type": "integer", "minimum": .number(Double(r.lowerBound)), "maximum": .number(Double(r.upperBound))]
+        case .number(let r): s = ["type": "number", "minimum": .number(r.lowerBound), "maximum": .number(r.upperBound)]
+        case .boolean: s = ["type": "boolean"]
+        case .string: s = ["type": "string"]
+        case .path: s = ["type": "string", "minLength": 1]
+        case .choice(let c): s = ["enum": .array(c.map { .string($0) })]
+        case .integerOrChoice(let r, let c):
+            s = ["oneOf": [["type": "integer", "minimum": .number(Double(r.lowerBound)), "maximum": .number(Double(r.upperBound))], ["enum": .array(c.map { .string($0) })]]]
+        case .choices(let c): s = ["type": "array", "minItems": 1, "items": ["enum": .array(c.map { .string($0) })]]
+        case .provider(let providers):
+            s = ["oneOf": .array(providers.map { provider in
+                var properties: [String: JSONValue] = ["name": ["const": .string(provider.name)]]
+                for o in provider.options { properties[o.name] = schema(o) }
+                return ["type": "object", "description": .string(provider.summary), "required": ["name"], "additionalProperties": false, "properties": .object(properties)]
+            })]
+        }
+        s["description"] = .string(option.help)
+        if let d = option.defaultValue { s["default"] = d }
+        return .object(s)
+    }
+}

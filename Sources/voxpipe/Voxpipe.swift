@@ -1,0 +1,130 @@
+import ArgumentParser
+import Foundation
+import Logging
+import VoxCore
+
+@main
+struct Voxpipe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "voxpipe",
+        abstract: "Batch audio pipelines: decode, resample, chunk, transcribe, reply, speak, write.",
+        discussion: """
+        A JSON job spec names a graph of stages; `voxpipe run` streams every input file through it.
+        Exit status: 0 all items done; 1 some items failed; 64 usage; 65 invalid spec; 66 no input;
+        69 a provider or model unavailable; 73 output cannot be created; 75 output folder locked;
+        70 internal error.
+        """,
+        version: voxpipeVersion,
+        subcommands: [RunCommand.self, ValidateCommand.self, StagesCommand.self, SchemaCommand.self]
+    )
+}
+
+/// voxpipe's version: part of every item key.
+let voxpipeVersion = "0.1.0"
+
+/// Prints `voxpipe: error: …` on stderr and exits with the error's status.
+func fail(_ error: any Error) -> ExitCode {
+    if let error = error as? VoxError {
+        printError("error: \(error.message)")
+        return ExitCode(error.exitCode)
+    }
+    printError("error: \(describe(error))")
+    return ExitCode(70)
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data("voxpipe: \(message)\n".utf8))
+}
+
+/// Sends swift-log output to stderr (data goes to stdout), at the level VOXPIPE_LOG_LEVEL names.
+func bootstrapLogging(verbose: Bool) {
+    let level = verbose ? Logger.Level.debug : (ProcessInfo.processInfo.environment["VOXPIPE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning)
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
+    }
+}
+
+func loadPlan(_ path: String) throws -> Plan {
+    try Planner.load(specAt: URL(fileURLWithPath: path), registry: makeRegistry())
+}
+
+struct ValidateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate",
+        abstract: "Type-check a spec and print its plan; writes nothing."
+    )
+
+    @Argument(help: "The job spec (JSON).") var spec: String
+
+    func run() throws {
+        do {
+            let plan = try loadPlan(spec)
+            print(plan.describe())
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+struct StagesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stages",
+        abstract: "List stage kinds with their input and output types, options and defaults."
+    )
+
+    @Argument(help: "Show only this kind.") var kind: String?
+
+    func run() throws {
+        let registry = makeRegistry()
+        var kinds = registry.kinds
+        if let kind {
+            guard let found = registry[kind] else {
+                throw fail(VoxError(.usage, "unknown stage kind \"\(kind)\" (known: \(registry.kinds.map(\.kind).joined(separator: ", ")))"))
+            }
+            kinds = [found]
+        }
+        print(kinds.map(describeKind).joined(separator: "\n\n"))
+    }
+
+    func describeKind(_ kind: StageKind) -> String {
+        var lines = ["\(kind.kind): \(kind.summary)", "  takes \(kind.inputDescription), gives \(kind.output)"]
+        if kind.options.isEmpty {
+            lines.append("  no options")
+        } else {
+            lines.append("  options:")
+            lines.append(contentsOf: describeOptions(kind.options, indent: "    "))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    func describeOptions(_ options: [OptionSpec], indent: String) -> [String] {
+        var lines: [String] = []
+        let width = options.map(\.name.count).max() ?? 0
+        for option in options {
+            let defaultText = option.defaultValue.map { " (default \(String(decoding: $0.canonicalData(), as: UTF8.self)))" } ?? ""
+            lines.append("\(indent)\(option.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(option.typeDescription)\(defaultText)")
+            lines.append("\(indent)\(String(repeating: " ", count: width))  \(option.help)")
+            if case .provider(let providers) = option.kind {
+                for provider in providers {
+                    lines.append("\(indent)  provider \"\(provider.name)\": \(provider.summary)")
+                    lines.append(contentsOf: describeOptions(provider.options, indent: indent + "    "))
+                }
+            }
+        }
+        return lines
+    }
+}
+
+struct SchemaCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schema",
+        abstract: "Print the JSON Schema of job specs (Pipelines/schema.json)."
+    )
+
+    func run() throws {
+        FileHandle.standardOutput.write(SpecSchema.make(makeRegistry()).prettyData())
+        FileHandle.standardOutput.write(Data("\n".utf8))
+    }
+}
