@@ -155,8 +155,8 @@ public enum Planner {
             var current = parents[i]
             while let p = current {
                 if p == i {
-                    let cycle = (path.reversed() + [i]).map { "'\(parsed[$0].id)'" }.joined(separator: " → ")
-                    throw VoxError(.invalidSpec, "stages[\(i)].from: cycle \(cycle)")
+                    let cycle = (path + [i]).map { "'\(parsed[$0].id)'" }.joined(separator: " → ")
+                    throw VoxError(.invalidSpec, "stages[\(i)].from: cycle \(cycle) (each stage reads from the next)")
                 }
                 if path.contains(p) { break }
                 path.append(p)

@@ -82,22 +82,24 @@ public struct DecodeStage: Stage {
         var read: (Int) throws -> [Float]
     }
 
-    func open(_ url: URL) throws -> Source {
+    func open(_ url: URL, tools: (ffmpeg: URL, ffprobe: URL)? = FFmpegReader.tools()) throws -> Source {
         do {
             let reader = try SndFileReader(url: url)
             return Source(format: reader.format, frames: reader.frames) { try reader.read(maxFrames: $0) }
         } catch let error as SndFileOpenError {
-            guard SndFileReader.isUnrecognisedFormat(error.code), configuration.ffmpegFallback else {
+            // libsndfile's open errors do not reliably separate "unknown format" from "corrupt"
+            // (a text file named .mp3 is "not a regular file"), so ffmpeg gets every file it refused.
+            guard configuration.ffmpegFallback else {
                 throw DecodeError(.unreadable, "libsndfile: \(error.message)")
             }
-            guard let tools = FFmpegReader.tools() else {
-                throw DecodeError(.needsFFmpeg, "libsndfile cannot read this format (\(error.message)); install ffmpeg (apt-get install ffmpeg) to decode m4a/AAC, webm and other containers")
+            guard let tools else {
+                throw DecodeError(.needsFFmpeg, "libsndfile cannot read this file (\(error.message)); if it is m4a/AAC, webm or another container, install ffmpeg (apt-get install ffmpeg) to decode it")
             }
             let reader: FFmpegReader
             do {
                 reader = try FFmpegReader(url: url, ffmpeg: tools.ffmpeg, ffprobe: tools.ffprobe)
             } catch let ffmpegError as DecodeError {
-                throw DecodeError(.unreadable, "not a readable audio file (libsndfile: \(error.message); \(ffmpegError.message))")
+                throw DecodeError(.unreadable, "not a readable audio file (\(ffmpegError.message); libsndfile: \(error.message))")
             }
             let frames = reader.duration.map { Int64(($0 * Double(reader.format.sampleRate)).rounded()) }
             return Source(format: reader.format, frames: frames) { try reader.read(maxFrames: $0) }

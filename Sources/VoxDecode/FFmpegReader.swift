@@ -10,6 +10,7 @@ final class FFmpegReader {
     private let stdout: FileHandle
     private let stderrURL: URL
     private var pending = Data()
+    private let path: String
 
     /// Finds `ffmpeg` and `ffprobe` on PATH; nil when either is missing.
     static func tools(environment: [String: String] = ProcessInfo.processInfo.environment) -> (ffmpeg: URL, ffprobe: URL)? {
@@ -28,7 +29,7 @@ final class FFmpegReader {
     init(url: URL, ffmpeg: URL, ffprobe: URL) throws {
         let probe = try Self.capture(ffprobe, ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate,channels:format=duration",
                                                 "-of", "default=noprint_wrappers=1", url.path])
-        guard probe.status == 0 else { throw DecodeError(.ffmpegFailed, "ffprobe: \(Self.firstLine(probe.stderr, fallback: "exit status \(probe.status)"))") }
+        guard probe.status == 0 else { throw DecodeError(.ffmpegFailed, "ffprobe: \(Self.lastLine(probe.stderr, path: url.path, fallback: "exit status \(probe.status)"))") }
         var fields: [String: String] = [:]
         for line in probe.stdout.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
@@ -38,6 +39,7 @@ final class FFmpegReader {
             throw DecodeError(.unreadable, "no audio stream found (ffprobe)")
         }
         format = AudioFormat(sampleRate: rate, channels: channels)
+        path = url.path
         duration = fields["duration"].flatMap { Double($0) }
 
         stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-ffmpeg-\(UUID().uuidString).log")
@@ -77,7 +79,7 @@ final class FFmpegReader {
             process.waitUntilExit()
             if process.terminationStatus != 0 {
                 let log = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
-                throw DecodeError(.ffmpegFailed, "ffmpeg: \(Self.firstLine(log, fallback: "exit status \(process.terminationStatus)"))")
+                throw DecodeError(.ffmpegFailed, "ffmpeg: \(Self.lastLine(log, path: path, fallback: "exit status \(process.terminationStatus)"))")
             }
             return []
         }
@@ -89,8 +91,13 @@ final class FFmpegReader {
 
     func cancel() { if process.isRunning { process.terminate() } }
 
-    static func firstLine(_ text: String, fallback: String) -> String {
-        let line = text.split(separator: "\n").first.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
+    /// The most telling line of an ffmpeg tool's stderr: its last, without the input's path or
+    /// the `[demuxer @ 0x…]` prefix (a pointer that changes every run).
+    static func lastLine(_ text: String, path: String, fallback: String) -> String {
+        guard var line = text.split(separator: "\n").last.map(String.init) else { return fallback }
+        if line.hasPrefix(path + ": ") { line.removeFirst(path.count + 2) }
+        if line.hasPrefix("["), let end = line.firstIndex(of: "]") { line = String(line[line.index(after: end)...]) }
+        line = line.trimmingCharacters(in: .whitespaces)
         return line.isEmpty ? fallback : line
     }
 

@@ -50,12 +50,6 @@ final class SndFileReader {
         seekable && sf_seek(handle, sf_count_t(frame), SEEK_SET) == frame
     }
 
-    /// Whether libsndfile's open error meant "I do not know this format" (so ffmpeg may).
-    static func isUnrecognisedFormat(_ code: Int32) -> Bool {
-        code == Int32(SF_ERR_UNRECOGNISED_FORMAT) || code == Int32(SF_ERR_MALFORMED_FILE)
-            || code == Int32(SF_ERR_UNSUPPORTED_ENCODING)
-    }
-
     /// libsndfile's version string ("libsndfile-1.2.0").
     static var version: String { String(cString: sf_version_string()) }
 }

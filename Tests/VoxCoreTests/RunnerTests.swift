@@ -1,0 +1,103 @@
+import Foundation
+import Logging
+import Testing
+@testable import VoxCore
+
+@Suite struct RunnerTests {
+    func runner(_ json: String, output: URL, jobs: Int = 2) async throws -> Runner {
+        try await Runner.prepare(try plan(json), options: RunOptions(outputDirectory: output, jobs: jobs),
+                                 context: StageContext(logger: Logger(label: "test"), specDirectory: output))
+    }
+
+    func items(_ names: [String]) -> [InputFile] {
+        names.map { InputFile(url: URL(fileURLWithPath: "/nonexistent/\($0)"), relativePath: $0, outputName: ($0 as NSString).deletingPathExtension) }
+    }
+
+    @Test func oneOutputFeedsEveryStageThatNamesIt() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(#"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain","factor":3},{"id":"raw","kind":"sum-writer","from":"src"},{"id":"loud","kind":"sum-writer","from":"g"}]}"#, output: out)
+        let results = await r.run(items(["a.wav"]))
+        #expect(results.map(\.status) == [.done])
+        #expect(try String(contentsOf: out.appendingPathComponent("a/raw.txt"), encoding: .utf8) == "150.0")
+        #expect(try String(contentsOf: out.appendingPathComponent("a/loud.txt"), encoding: .utf8) == "450.0")
+        #expect(Set(results[0].artifacts.map(\.path)) == ["a/raw.txt", "a/loud.txt"])
+        #expect(results[0].artifacts.first { $0.path == "a/raw.txt" }?.sha256 == SHA256.hex(Data("150.0".utf8)))
+    }
+
+    @Test func aFailingItemFailsAloneAndLeavesNoFiles() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(#"{"stages":[{"id":"src","kind":"tone","failOn":"bad"},{"id":"c","kind":"chunker"},{"id":"w","kind":"sum-writer"}]}"#, output: out)
+        let results = await r.run(items(["good1.wav", "bad.wav", "good2.wav"]))
+        #expect(results.map(\.status) == [.done, .failed, .done])
+        #expect(results[1].failure?.description == "src (tone): bad block in bad.wav")
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("good2/w.txt").path))
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("bad").path))
+        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: out.path).filter { $0.contains(ItemOutputs.temporaryMarker) }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func aFailedItemKeepsTheOutputsOfAnEarlierRun() async throws {
+        let out = temporaryDirectory()
+        let good = try await runner(#"{"stages":[{"id":"src","kind":"tone"},{"id":"w","kind":"sum-writer"}]}"#, output: out)
+        _ = await good.run(items(["bad.wav"]))
+        let bad = try await runner(#"{"stages":[{"id":"src","kind":"tone","failOn":"bad"},{"id":"w","kind":"sum-writer"}]}"#, output: out)
+        let results = await bad.run(items(["bad.wav"]))
+        #expect(results.map(\.status) == [.failed])
+        #expect(try String(contentsOf: out.appendingPathComponent("bad/w.txt"), encoding: .utf8) == "150.0")
+    }
+
+    @Test func manyItemsWithFewJobsAllFinishInInputOrder() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(#"{"stages":[{"id":"src","kind":"tone","blocks":50},{"id":"c","kind":"chunker"},{"id":"w","kind":"sum-writer"}]}"#, output: out, jobs: 3)
+        let names = (0..<40).map { "f\($0).wav" }
+        let results = await r.run(items(names))
+        #expect(results.map(\.item.relativePath) == names)
+        #expect(results.allSatisfy { $0.status == .done })
+    }
+
+    @Test func anEmptyStreamStillReachesTheWriter() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(#"{"stages":[{"id":"src","kind":"tone","blocks":0},{"id":"w","kind":"sum-writer"}]}"#, output: out)
+        let results = await r.run(items(["silent.wav"]))
+        #expect(results.map(\.status) == [.done])
+        #expect(try String(contentsOf: out.appendingPathComponent("silent/w.txt"), encoding: .utf8) == "0.0")
+    }
+
+    @Test func harnessRunsAStageAlone() async throws {
+        let harness = try StageHarness(Gain.self, options: ["factor": 4])
+        let block = AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.25, 0.5], frameOffset: 0)
+        let (outputs, _) = try await harness.run([block, block])
+        #expect(outputs.map(\.samples) == [[1, 2], [1, 2]])
+    }
+}
+
+@Suite struct InputListingTests {
+    @Test func foldersAreSearchedAndCollidingStemsKeepTheirExtension() throws {
+        let root = temporaryDirectory()
+        for name in ["a.wav", "a.flac", "b.mp3", "sub/c.wav", "notes.txt", ".hidden.wav"] {
+            let url = root.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data("x".utf8).write(to: url)
+        }
+        let items = try InputListing.collect([root.path])
+        #expect(items.map(\.relativePath) == ["a.flac", "a.wav", "b.mp3", "sub/c.wav"])
+        #expect(items.map(\.outputName) == ["a.flac", "a.wav", "b", "sub/c"])
+    }
+
+    @Test func aFileListedTwiceIsOneItemAndAMissingPathIsNoInput() throws {
+        let root = temporaryDirectory()
+        try Data("x".utf8).write(to: root.appendingPathComponent("a.wav"))
+        #expect(try InputListing.collect([root.path, root.appendingPathComponent("a.wav").path]).count == 1)
+        #expect(throws: VoxError(.noInput, "/nonexistent/x.wav: no such file or folder")) { try InputListing.collect(["/nonexistent/x.wav"]) }
+    }
+
+    @Test func twoFilesOfTheSameNameFromDifferentFoldersAreAUsageError() throws {
+        let root = temporaryDirectory()
+        for name in ["x/a.wav", "y/a.wav"] {
+            let url = root.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data("x".utf8).write(to: url)
+        }
+        #expect(throws: VoxError.self) { try InputListing.collect([root.appendingPathComponent("x/a.wav").path, root.appendingPathComponent("y/a.wav").path]) }
+    }
+}

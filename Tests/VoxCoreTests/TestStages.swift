@@ -1,0 +1,125 @@
+import Foundation
+import VoxCore
+
+/// Test stages: a source that makes `count` blocks of a constant, a gain, a chunker of sorts, a
+/// sink that writes a text file per item, and one that fails on demand.
+struct ToneSource: Stage {
+    typealias Input = InputFile
+    typealias Output = AudioBlock
+    struct Configuration: Sendable { var blocks: Int; var failOn: String? }
+    static let kind = "tone"
+    static let summary = "test source"
+    static let options = [
+        OptionSpec("blocks", .integer(0...1000), default: 3, help: "blocks"),
+        OptionSpec("failOn", .string, help: "fail items whose name contains this"),
+        OptionSpec("rate", .integer(1...192_000), help: "unused"),
+    ]
+    static func configure(_ options: StageOptions) throws -> Configuration {
+        Configuration(blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"))
+    }
+    let configuration: Configuration
+    init(id: String, configuration: Configuration, context: StageContext) { self.configuration = configuration }
+    func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
+        for try await file in input {
+            for i in 0..<configuration.blocks {
+                if let f = configuration.failOn, file.relativePath.contains(f), i == 1 { throw VoxError(.badInput, "bad block in \(file.relativePath)") }
+                try await output.send(AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [Float](repeating: 0.5, count: 100), frameOffset: Int64(i * 100)))
+            }
+        }
+    }
+}
+
+struct Gain: Stage {
+    typealias Input = AudioBlock
+    typealias Output = AudioBlock
+    typealias Configuration = Float
+    static let kind = "gain"
+    static let summary = "test gain"
+    static let options = [OptionSpec("factor", .number(0...10), default: 2, help: "factor")]
+    static func configure(_ options: StageOptions) throws -> Float { Float(options.double("factor") ?? 2) }
+    static func outputFormat(_ configuration: Float, input: StreamFormat) throws -> StreamFormat {
+        if input.sampleRate == nil { return input }
+        throw PlanError("gain takes only source-rate audio")
+    }
+    let factor: Float
+    init(id: String, configuration: Float, context: StageContext) { factor = configuration }
+    func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
+        for try await var block in input {
+            block.samples = block.samples.map { $0 * factor }
+            try await output.send(block)
+        }
+    }
+}
+
+struct Chunker: Stage {
+    typealias Input = AudioBlock
+    typealias Output = AudioChunk
+    typealias Configuration = Int
+    static let kind = "chunker"
+    static let summary = "test chunker"
+    static let options: [OptionSpec] = []
+    static func configure(_ options: StageOptions) throws -> Int { 0 }
+    init(id: String, configuration: Int, context: StageContext) {}
+    func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioChunk>, _ item: ItemContext) async throws {
+        var index = 0
+        for try await block in input {
+            try await output.send(AudioChunk(format: block.format, samples: block.samples, start: block.startSeconds, end: block.startSeconds + 0.0125, index: index, cut: .window))
+            index += 1
+        }
+    }
+}
+
+/// Writes the sum of all samples it sees to `<id>.txt`.
+struct SumWriter: Stage {
+    enum Input: StageInput {
+        case block(AudioBlock), chunk(AudioChunk)
+        static let accepted: [PayloadType] = [.audioBlock, .audioChunk]
+        init?(payload: any Payload) {
+            if let b = payload.carried(AudioBlock.self) { self = .block(b) } else if let c = payload.carried(AudioChunk.self) { self = .chunk(c) } else { return nil }
+        }
+    }
+    typealias Output = Artifact
+    typealias Configuration = Int
+    static let kind = "sum-writer"
+    static let summary = "test writer"
+    static let options: [OptionSpec] = []
+    static func configure(_ options: StageOptions) throws -> Int { 0 }
+    let id: String
+    init(id: String, configuration: Int, context: StageContext) { self.id = id }
+    func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        var sum: Float = 0
+        for try await value in input {
+            switch value {
+            case .block(let b): sum += b.samples.reduce(0, +)
+            case .chunk(let c): sum += c.samples.reduce(0, +)
+            }
+        }
+        let temp = try item.outputs.reserve(stageID: id, ext: "txt")
+        try Data("\(sum)".utf8).write(to: temp)
+        try await output.send(try item.outputs.artifact(for: temp))
+    }
+}
+
+struct TranscriptTaker: Stage {
+    typealias Input = Transcript
+    typealias Output = Artifact
+    typealias Configuration = Int
+    static let kind = "takes-transcript"
+    static let summary = "test"
+    static let options: [OptionSpec] = []
+    static func configure(_ options: StageOptions) throws -> Int { 0 }
+    init(id: String, configuration: Int, context: StageContext) {}
+    func run(_ input: Inbox<Transcript>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {}
+}
+
+let testRegistry = StageRegistry([StageKind(ToneSource.self), StageKind(Gain.self), StageKind(Chunker.self), StageKind(SumWriter.self), StageKind(TranscriptTaker.self)])
+
+func plan(_ json: String) throws -> Plan {
+    try Planner.plan(data: Data(json.utf8), baseDirectory: URL(fileURLWithPath: "/tmp"), registry: testRegistry)
+}
+
+func temporaryDirectory() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}

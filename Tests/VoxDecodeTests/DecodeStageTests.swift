@@ -1,0 +1,155 @@
+import CSndFile
+import Foundation
+import Testing
+import VoxCore
+@testable import VoxDecode
+
+@Suite struct DecodeStageTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        var name: String
+        var ext: String
+        var format: Int32
+        var lossy: Bool
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "WAV 8-bit", ext: "wav", format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_U8), lossy: false),
+        Case(name: "WAV 16-bit", ext: "wav", format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), lossy: false),
+        Case(name: "WAV 24-bit", ext: "wav", format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_24), lossy: false),
+        Case(name: "WAV 32-bit int", ext: "wav", format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_32), lossy: false),
+        Case(name: "WAV 32-bit float", ext: "wav", format: Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT), lossy: false),
+        Case(name: "WAV 64-bit float", ext: "wav", format: Int32(SF_FORMAT_WAV | SF_FORMAT_DOUBLE), lossy: false),
+        Case(name: "FLAC", ext: "flac", format: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), lossy: false),
+        Case(name: "Ogg Vorbis", ext: "ogg", format: Int32(SF_FORMAT_OGG | SF_FORMAT_VORBIS), lossy: true),
+        Case(name: "Opus", ext: "opus", format: Int32(SF_FORMAT_OGG | SF_FORMAT_OPUS), lossy: true),
+        Case(name: "MP3", ext: "mp3", format: Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III), lossy: true),
+        Case(name: "AIFF", ext: "aiff", format: Int32(SF_FORMAT_AIFF | SF_FORMAT_PCM_16), lossy: false),
+        Case(name: "CAF", ext: "caf", format: Int32(SF_FORMAT_CAF | SF_FORMAT_PCM_16), lossy: false),
+        Case(name: "W64", ext: "w64", format: Int32(SF_FORMAT_W64 | SF_FORMAT_PCM_16), lossy: false),
+        Case(name: "RF64", ext: "rf64", format: Int32(SF_FORMAT_RF64 | SF_FORMAT_PCM_16), lossy: false),
+    ]
+
+    @Test(arguments: cases)
+    func decodesEveryFormatLibsndfileOpensInBlocks(_ c: Case) async throws {
+        let url = temporaryDirectory().appendingPathComponent("tone.\(c.ext)")
+        let signal = sine(rate: 48000, channels: 2, seconds: 1.5)
+        #expect(writeSoundFile(url, format: c.format, rate: 48000, channels: 2, samples: signal), "this libsndfile cannot write \(c.name)")
+        let (blocks, stats) = try await decode(url, options: ["blockFrames": 4096])
+        let samples = blocks.flatMap(\.samples)
+        #expect(blocks.allSatisfy { $0.format == AudioFormat(sampleRate: 48000, channels: 2) })
+        #expect(blocks.dropLast().allSatisfy { $0.frames == 4096 })
+        #expect(blocks.first?.frameOffset == 0)
+        for (a, b) in zip(blocks, blocks.dropFirst()) { #expect(b.frameOffset == a.frameOffset + Int64(a.frames)) }
+        let frames = samples.count / 2
+        if c.lossy {
+            #expect(abs(frames - 72000) < 4000)
+        } else {
+            #expect(frames == 72000)
+        }
+        #expect(abs(rms(samples) - 0.3536) < 0.04)
+        #expect(abs((stats.audioSeconds ?? 0) - 1.5) < 0.1)
+    }
+
+    @Test func aContainerLibsndfileLacksIsDecodedThroughFFmpeg() async throws {
+        let dir = temporaryDirectory()
+        let wav = dir.appendingPathComponent("tone.wav")
+        #expect(writeSoundFile(wav, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 44100, channels: 1, samples: sine(rate: 44100, channels: 1, seconds: 2)))
+        let m4a = dir.appendingPathComponent("tone.m4a")
+        try run("ffmpeg", ["-v", "error", "-y", "-i", wav.path, "-c:a", "aac", "-b:a", "96k", m4a.path])
+        let (blocks, stats) = try await decode(m4a)
+        let samples = blocks.flatMap(\.samples)
+        #expect(blocks.first?.format == AudioFormat(sampleRate: 44100, channels: 1))
+        #expect(abs(samples.count - 88200) < 3000)
+        #expect(abs(rms(samples) - 0.3536) < 0.04)
+        #expect(abs((stats.audioSeconds ?? 0) - 2) < 0.1)
+    }
+
+    @Test func withoutFFmpegAnM4aFailsSayingToInstallIt() async throws {
+        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true), context: StageContext(logger: .init(label: "t"), specDirectory: URL(fileURLWithPath: "/")))
+        let url = temporaryDirectory().appendingPathComponent("x.m4a")
+        try Data(repeating: 7, count: 1000).write(to: url)
+        #expect(FFmpegReader.tools(environment: ["PATH": "/nonexistent"]) == nil)
+        do {
+            _ = try stage.open(url, tools: FFmpegReader.tools(environment: ["PATH": "/nonexistent"]))
+            Issue.record("expected an error")
+        } catch let error as DecodeError {
+            #expect(error.code == .needsFFmpeg)
+            #expect(error.message.contains("install ffmpeg"))
+        }
+    }
+
+    @Test func anEmptyFileIsAnItemError() async throws {
+        let url = temporaryDirectory().appendingPathComponent("empty.wav")
+        try Data().write(to: url)
+        await #expect(throws: DecodeError.self) { try await decode(url) }
+        do { _ = try await decode(url) } catch { #expect("\(error)" == "empty file (0 bytes)") }
+    }
+
+    @Test func textNamedMp3IsNotReadableAudio() async throws {
+        let url = temporaryDirectory().appendingPathComponent("notes.mp3")
+        try Data("These are my notes, not audio.\n".utf8).write(to: url)
+        do { _ = try await decode(url); Issue.record("expected an error") } catch {
+            #expect("\(error)".hasPrefix("not a readable audio file (ffprobe: "))
+            #expect("\(error)".contains("; libsndfile: "))
+        }
+    }
+
+    @Test func aCorruptWAVHeaderIsAnItemError() async throws {
+        let url = temporaryDirectory().appendingPathComponent("corrupt.wav")
+        var bytes = Data("RIFF".utf8) + Data([0x24, 0, 0, 0]) + Data("WAVEfmt ".utf8)
+        bytes += Data([0xff, 0xff, 0xff, 0x7f]) + Data(repeating: 0xAB, count: 64)
+        try bytes.write(to: url)
+        await #expect(throws: DecodeError.self) { try await decode(url) }
+    }
+
+    /// A canonical 16-bit PCM WAV header with the given fields, then `dataBytes` of silence.
+    func wavHeader(channels: UInt16, rate: UInt32, dataBytes: UInt32) -> Data {
+        func le32(_ v: UInt32) -> Data { withUnsafeBytes(of: v.littleEndian) { Data($0) } }
+        func le16(_ v: UInt16) -> Data { withUnsafeBytes(of: v.littleEndian) { Data($0) } }
+        var d = Data("RIFF".utf8) + le32(36 + dataBytes) + Data("WAVE".utf8)
+        d += Data("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate)
+        d += le32(rate &* UInt32(max(channels, 1)) &* 2) + le16(max(channels, 1) * 2) + le16(16)
+        d += Data("data".utf8) + le32(dataBytes) + Data(repeating: 0, count: Int(dataBytes))
+        return d
+    }
+
+    @Test func tooManyChannelsIsAnItemError() async throws {
+        let url = temporaryDirectory().appendingPathComponent("three.wav")
+        #expect(writeSoundFile(url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 3, samples: [Float](repeating: 0, count: 300)))
+        do { _ = try await decode(url, options: ["maxChannels": 2]); Issue.record("expected an error") } catch {
+            #expect("\(error)" == "3 channels is more than maxChannels (2)")
+        }
+    }
+
+    @Test func aSampleRateOutsideTheGuardIsAnItemError() async throws {
+        let url = temporaryDirectory().appendingPathComponent("fast.wav")
+        try wavHeader(channels: 1, rate: 1_000_000, dataBytes: 200).write(to: url)
+        do { _ = try await decode(url); Issue.record("expected an error") } catch {
+            #expect("\(error)" == "sample rate 1000000 Hz is outside 1 Hz…768 kHz")
+        }
+    }
+
+    @Test func zeroChannelsIsAnItemError() async throws {
+        let url = temporaryDirectory().appendingPathComponent("none.wav")
+        try wavHeader(channels: 0, rate: 8000, dataBytes: 200).write(to: url)
+        await #expect(throws: DecodeError.self) { try await decode(url) }
+    }
+
+    @Test func anAbsurdLengthIsAnItemError() async throws {
+        let url = temporaryDirectory().appendingPathComponent("long.wav")
+        #expect(writeSoundFile(url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 1, samples: [Float](repeating: 0, count: 80000)))
+        do { _ = try await decode(url, options: ["maxHours": 0.001]); Issue.record("expected an error") } catch {
+            #expect("\(error)" == "the file declares 0.0 hours of audio, more than maxHours (0.001)")
+        }
+    }
+
+    @Test func aZeroFrameFileGivesOneEmptyBlockWithItsFormat() async throws {
+        let url = temporaryDirectory().appendingPathComponent("zero.wav")
+        try wavHeader(channels: 2, rate: 22050, dataBytes: 0).write(to: url)
+        let (blocks, _) = try await decode(url)
+        #expect(blocks.count == 1)
+        #expect(blocks.first?.frames == 0)
+        #expect(blocks.first?.format == AudioFormat(sampleRate: 22050, channels: 2))
+    }
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages voxpipe builds, tests and benchmarks with, when any is missing.
+# Quiet and quick (a dpkg query) when all are present.
+set -euo pipefail
+packages=(
+  pkg-config
+  libsndfile1-dev libsoxr-dev libsamplerate0-dev
+  sox ffmpeg espeak-ng
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
