@@ -28,7 +28,8 @@ public struct ResampleStage: Stage {
         }
 
         func fits(_ engine: Engine) -> Bool {
-            switch (normalized, engine) {
+            switch (self, engine) {
+            case (.sincBest, .libsamplerate), (.sincMedium, .libsamplerate), (.sincFastest, .libsamplerate): true
             case (.medium, _): true
             case (.quick, .soxr), (.low, .soxr), (.high, .soxr), (.veryHigh, .soxr): true
             case (.best, .libsamplerate), (.fastest, .libsamplerate), (.linear, .libsamplerate), (.hold, .libsamplerate): true

@@ -1,1 +1,63 @@
-import Testing
+import Foundation
+
+/// The package's root folder.
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// The voxpipe binary built beside the test bundle.
+let voxpipeBinary: URL = {
+    var dir = Bundle.main.bundleURL
+    for _ in 0..<4 {
+        let candidate = dir.appendingPathComponent("voxpipe")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    return packageRoot.appendingPathComponent(".build/debug/voxpipe")
+}()
+
+struct Invocation {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs voxpipe with arguments; waits for it.
+func voxpipe(_ arguments: [String], environment: [String: String]? = nil, currentDirectory: URL? = nil) throws -> Invocation {
+    let process = Process()
+    process.executableURL = voxpipeBinary
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+    let out = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-out-\(UUID().uuidString)")
+    let err = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-err-\(UUID().uuidString)")
+    FileManager.default.createFile(atPath: out.path, contents: nil)
+    FileManager.default.createFile(atPath: err.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
+    process.standardOutput = try FileHandle(forWritingTo: out)
+    process.standardError = try FileHandle(forWritingTo: err)
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return Invocation(status: process.terminationStatus,
+                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+}
+
+func temporaryDirectory() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+func writeSpec(_ json: String, in dir: URL, name: String = "spec.json") throws -> URL {
+    let url = dir.appendingPathComponent(name)
+    try Data(json.utf8).write(to: url)
+    return url
+}
+
+func files(under dir: URL) -> [String] {
+    ((try? FileManager.default.subpathsOfDirectory(atPath: dir.path)) ?? []).filter {
+        var isDir: ObjCBool = false
+        FileManager.default.fileExists(atPath: dir.appendingPathComponent($0).path, isDirectory: &isDir)
+        return !isDir.boolValue
+    }.sorted()
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+
+@Suite struct SpecErrorTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var stages: String
+        var message: String
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "unknown kind", stages: #"{"id":"decode","kind":"decode"},{"id":"x","kind":"frobnicate"}"#,
+             message: #"stages[1].kind: unknown kind "frobnicate" (stage 'x'; known: decode, resample, write-wav)"#),
+        Case(name: "unknown option", stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rat":16000}"#,
+             message: "stages[1].rat: unknown option for resample (known: rate, channels, engine, quality) (stage 'mono')"),
+        Case(name: "wrong value type", stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":"16k"}"#,
+             message: "stages[1].rate: expected an integer, got a string (stage 'mono')"),
+        Case(name: "value out of range", stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":4000}"#,
+             message: "stages[1].rate: 4000 is out of range 8000…192000 (stage 'mono')"),
+        Case(name: "from names no stage", stages: #"{"id":"decode","kind":"decode"},{"id":"out","kind":"write-wav","from":"mono"}"#,
+             message: #"stages[1].from: no stage has the id "mono" (stage 'out'; ids: decode, out)"#),
+        Case(name: "cyclic from", stages: #"{"id":"decode","kind":"decode"},{"id":"a","kind":"resample","from":"b"},{"id":"b","kind":"resample","from":"a"}"#,
+             message: "stages[1].from: cycle 'a' → 'b' → 'a' (each stage reads from the next)"),
+        Case(name: "type mismatch", stages: #"{"id":"decode","kind":"decode"},{"id":"out","kind":"write-wav"},{"id":"again","kind":"resample"}"#,
+             message: "stages[2] 'again': resample takes AudioBlock but 'out' (write-wav) gives Artifact"),
+    ]
+
+    @Test(arguments: cases)
+    func aBadSpecExits65WithOneMessageNamingStageAndPath(_ c: Case) throws {
+        let dir = temporaryDirectory()
+        let spec = try writeSpec(#"{"stages":[\#(c.stages)]}"#, in: dir)
+        let expected = "voxpipe: error: \(spec.path): \(c.message)\n"
+        let validate = try voxpipe(["validate", spec.path])
+        #expect(validate.status == 65)
+        #expect(validate.stderr == expected)
+        #expect(validate.stdout.isEmpty)
+        let run = try voxpipe(["run", spec.path, packageRoot.appendingPathComponent("Samples").path, "--output", dir.appendingPathComponent("out").path])
+        #expect(run.status == 65)
+        #expect(run.stderr == expected)
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out").path))
+    }
+
+    @Test func invalidJSONExits65() throws {
+        let spec = try writeSpec("{ \"stages\": [ ", in: temporaryDirectory())
+        let result = try voxpipe(["validate", spec.path])
+        #expect(result.status == 65)
+        #expect(result.stderr.hasPrefix("voxpipe: error: \(spec.path): not valid JSON"))
+    }
+
+    @Test func everyShippedPipelineValidates() throws {
+        let pipelines = try FileManager.default.contentsOfDirectory(atPath: packageRoot.appendingPathComponent("Pipelines").path)
+            .filter { $0.hasSuffix(".json") && $0 != "schema.json" }
+        #expect(!pipelines.isEmpty)
+        for name in pipelines {
+            let result = try voxpipe(["validate", packageRoot.appendingPathComponent("Pipelines/\(name)").path])
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            #expect(result.stdout.hasPrefix("plan '"))
+        }
+    }
+
+    @Test func theCommittedSchemaIsCurrent() throws {
+        let result = try voxpipe(["schema"])
+        #expect(result.status == 0)
+        let committed = try String(contentsOf: packageRoot.appendingPathComponent("Pipelines/schema.json"), encoding: .utf8)
+        #expect(result.stdout == committed, "Pipelines/schema.json is stale: run `make schema`")
+    }
+
+    @Test func stagesListsEveryKindWithTypesAndDefaults() throws {
+        let result = try voxpipe(["stages", "resample"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("resample: Changes sample rate"))
+        #expect(result.stdout.contains("takes AudioBlock, gives AudioBlock"))
+        #expect(result.stdout.contains(#"engine    "soxr" | "libsamplerate" (default "soxr")"#))
+        let unknown = try voxpipe(["stages", "nope"])
+        #expect(unknown.status == 64)
+    }
+}
+
+@Suite struct RunTests {
+    let spec = packageRoot.appendingPathComponent("Pipelines/resample-16k.json").path
+
+    @Test func aBatchWithBadFilesWritesTheGoodOnesAndNamesEachBadOne() throws {
+        let dir = temporaryDirectory()
+        let input = dir.appendingPathComponent("in")
+        try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+        for name in ["speech-en-22k-mono.wav", "speech-de-44k-stereo.flac", "sweep-8k.aiff"] {
+            try FileManager.default.copyItem(at: packageRoot.appendingPathComponent("Samples/\(name)"), to: input.appendingPathComponent(name))
+        }
+        // A WAV cut off inside its header, a zero-byte file, and text named .mp3.
+        let good = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav"))
+        try good[0..<30].write(to: input.appendingPathComponent("corrupt.wav"))
+        try Data().write(to: input.appendingPathComponent("empty.wav"))
+        try Data("shopping list: milk, eggs\n".utf8).write(to: input.appendingPathComponent("notes.mp3"))
+        let out = dir.appendingPathComponent("out")
+
+        let result = try voxpipe(["run", spec, input.path, "--output", out.path, "--jobs", "2"])
+        #expect(result.status == 1)
+        #expect(files(under: out) == ["speech-de-44k-stereo/audio.wav", "speech-en-22k-mono/audio.wav", "sweep-8k/audio.wav"])
+        let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("voxpipe: error: ") }
+        #expect(errors.count == 3)
+        #expect(errors.contains { $0.hasPrefix("voxpipe: error: \(input.path)/corrupt.wav: decode (decode): ") })
+        #expect(errors.contains { $0 == "voxpipe: error: \(input.path)/empty.wav: decode (decode): empty file (0 bytes)" })
+        #expect(errors.contains { $0.hasPrefix("voxpipe: error: \(input.path)/notes.mp3: decode (decode): not a readable audio file") })
+        #expect(result.stderr.contains("voxpipe: 6 items: 3 done, 3 failed in "))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func theSamplesRunCleanlyIntoOneFolderPerInput() throws {
+        let out = temporaryDirectory().appendingPathComponent("out")
+        let result = try voxpipe(["run", spec, packageRoot.appendingPathComponent("Samples").path, "-o", out.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(files(under: out) == [
+            "speech-de-44k-stereo/audio.wav", "speech-de/audio.wav", "speech-en-22k-mono/audio.wav",
+            "speech-en.mp3/audio.wav", "speech-en.ogg/audio.wav", "sweep-8k/audio.wav", "tone-48k-stereo-24bit/audio.wav",
+        ])
+    }
+
+    @Test func noInputExits66() throws {
+        let dir = temporaryDirectory()
+        let empty = dir.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let result = try voxpipe(["run", spec, empty.path, "-o", dir.appendingPathComponent("out").path])
+        #expect(result.status == 66)
+        #expect(result.stderr == "voxpipe: error: no audio files found in \(empty.path)\n")
+        let missing = try voxpipe(["run", spec, "/nonexistent/in", "-o", dir.appendingPathComponent("out").path])
+        #expect(missing.status == 66)
+        #expect(missing.stderr == "voxpipe: error: /nonexistent/in: no such file or folder\n")
+    }
+
+    @Test func anOutputFolderThatCannotBeCreatedFailsBeforeAnyWork() throws {
+        let dir = temporaryDirectory()
+        let blocker = dir.appendingPathComponent("file")
+        try Data("x".utf8).write(to: blocker)
+        let result = try voxpipe(["run", spec, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o", blocker.appendingPathComponent("out").path])
+        #expect(result.status == 73)
+        #expect(result.stderr.hasPrefix("voxpipe: error: cannot create output folder \(blocker.path)/out: "))
+        #expect(!result.stderr.contains("done"))
+    }
+
+    @Test func badCommandLinesExit64() throws {
+        #expect(try voxpipe(["run", spec, "x.wav"]).status == 64)
+        #expect(try voxpipe(["run", spec, "x.wav", "-o", "/tmp/x", "--jobs", "0"]).status == 64)
+    }
+}
