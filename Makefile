@@ -16,7 +16,7 @@ build-debug: setup
 	$(SWIFT) build
 
 test: setup
-	$(SWIFT) test
+	$(SWIFT) test --disable-xctest
 
 demo: build-debug
 	@rm -rf $(DEMO_OUT)

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   pkg-config
   libsndfile1-dev libsoxr-dev libsamplerate0-dev
-  sox ffmpeg espeak-ng
+  sox libsox-fmt-mp3 ffmpeg espeak-ng gcc time
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -24,7 +24,7 @@ public struct DecodeStage: Stage {
     public static let kind = "decode"
     public static let summary = "Reads an audio file in blocks: libsndfile formats, others through ffmpeg."
     public static let options: [OptionSpec] = [
-        OptionSpec("blockFrames", .integer(256...1_048_576), default: 16384, help: "Frames per block passed downstream."),
+        OptionSpec("blockFrames", .integer(256...1_048_576), default: 65536, help: "Frames per block passed downstream."),
         OptionSpec("maxChannels", .integer(1...1024), default: 64, help: "Files with more channels fail (a guard against corrupt headers)."),
         OptionSpec("maxHours", .number(0.001...1000), default: 48, help: "Files declaring longer audio fail."),
         OptionSpec("fallback", .choice(["ffmpeg", "none"]), default: "ffmpeg", help: "Decoder for formats libsndfile cannot read (m4a/AAC, webm)."),
@@ -34,7 +34,7 @@ public struct DecodeStage: Stage {
     public static let sampleRates = 1...768_000
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(blockFrames: options.int("blockFrames") ?? 16384, maxChannels: options.int("maxChannels") ?? 64,
+        Configuration(blockFrames: options.int("blockFrames") ?? 65536, maxChannels: options.int("maxChannels") ?? 64,
                       maxHours: options.double("maxHours") ?? 48, ffmpegFallback: options.string("fallback") != "none")
     }
 

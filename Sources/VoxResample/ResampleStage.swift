@@ -157,11 +157,16 @@ enum Mixer {
             let scale = 1 / Float(inChannels)
             samples.withUnsafeBufferPointer { src in
                 out.withUnsafeMutableBufferPointer { dst in
-                    for f in 0..<frames {
-                        var sum: Float = 0
-                        let base = f * inChannels
-                        for c in 0..<inChannels { sum += src[base + c] }
-                        dst[f] = sum * scale
+                    if inChannels == 2 {
+                        // The common case, unrolled.
+                        for f in 0..<frames { dst[f] = (src[2 &* f] + src[2 &* f &+ 1]) * 0.5 }
+                    } else {
+                        for f in 0..<frames {
+                            var sum: Float = 0
+                            let base = f &* inChannels
+                            for c in 0..<inChannels { sum += src[base &+ c] }
+                            dst[f] = sum * scale
+                        }
                     }
                 }
             }

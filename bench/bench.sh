@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# make bench: voxpipe against sox, ffmpeg and a C libsamplerate program, side by side in one run.
+# Not a test: it prints figures and ratios (wall seconds: lower is better; ratio = voxpipe / other,
+# ≤ 1.0 means voxpipe is at least as fast).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$PWD/.build/release/voxpipe
+W=$PWD/bench/work
+mkdir -p "$W"
+REPS=${BENCH_REPS:-3}
+
+# --- inputs (made once, kept in bench/work) --------------------------------------------------
+if [ ! -f "$W/long10.wav" ]; then
+  echo "bench: making a 10-minute 44.1 kHz stereo recording (speech + noise) …" >&2
+  sox Samples/speech-de-44k-stereo.flac "$W/unit.wav" repeat 4          # ~20 s
+  sox -n -r 44100 -c 2 "$W/noise.wav" synth 20.55 pinknoise gain -30
+  sox -m "$W/unit.wav" "$W/noise.wav" -b 16 "$W/mix20.wav" trim 0 20
+  sox "$W/mix20.wav" "$W/long10.wav" repeat 29                           # 600 s
+  sox "$W/long10.wav" "$W/long10.flac"
+  ffmpeg -v error -y -i "$W/long10.wav" -codec:a libmp3lame -b:a 128k "$W/long10.mp3"
+  sox "$W/long10.wav" "$W/long60.wav" repeat 5                           # 3600 s
+  mkdir -p "$W/jobs"; for i in 1 2 3 4 5 6 7 8; do cp "$W/long10.wav" "$W/jobs/f$i.wav"; done
+fi
+gcc -O2 -o "$W/src_convert" bench/src_convert.c -lsamplerate -lsndfile
+
+cat > "$W/lsr.json" <<'JSON'
+{ "stages": [ { "id": "decode", "kind": "decode" },
+  { "id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1, "engine": "libsamplerate", "quality": "medium" },
+  { "id": "audio", "kind": "write-wav" } ] }
+JSON
+SPEC=$PWD/Pipelines/resample-16k.json
+
+# best-of-REPS wall seconds and the peak RSS (KiB) of that run: "SECONDS KIB"
+measure() {
+  local best="" mem=""
+  for _ in $(seq "$REPS"); do
+    local out
+    /usr/bin/time -o "$W/time.txt" -f "%e %M" "$@" >/dev/null 2>"$W/stderr.txt" || { echo "bench: failed: $*" >&2; cat "$W/stderr.txt" >&2; exit 1; }
+    out=$(tail -1 "$W/time.txt")
+    local s=${out% *} m=${out#* }
+    if [ -z "$best" ] || awk "BEGIN{exit !($s < $best)}"; then best=$s; mem=$m; fi
+  done
+  echo "$best $mem"
+}
+ratio() { awk "BEGIN{ if ($2 > 0) printf \"%.2f\", $1 / $2; else print \"n/a\" }"; }
+xrt() { awk "BEGIN{ if ($2 > 0) printf \"%.0fx\", $1 / $2; else print \"n/a\" }"; }
+
+echo
+echo "== 10-minute 44.1 kHz stereo → 16 kHz mono WAV (best of $REPS; x-real-time; ratio = voxpipe/other)"
+printf "%-6s %10s %10s %10s %12s %12s\n" format voxpipe sox ffmpeg "vs sox" "vs ffmpeg"
+for fmt in wav flac mp3; do
+  in="$W/long10.$fmt"
+  rm -rf "$W/o"
+  v=$(measure "$BIN" run "$SPEC" "$in" -o "$W/o" --jobs 1)
+  s=$(measure sox -V1 "$in" -r 16000 -c 1 -b 16 "$W/sox.wav")
+  f=$(measure ffmpeg -v error -y -i "$in" -ar 16000 -ac 1 -c:a pcm_s16le "$W/ffmpeg.wav")
+  vs=${v% *}; ss=${s% *}; fs=${f% *}
+  printf "%-6s %9ss %9ss %9ss %12s %12s   (%s / %s / %s real time)\n" "$fmt" "$vs" "$ss" "$fs" "$(ratio "$vs" "$ss")" "$(ratio "$vs" "$fs")" \
+    "$(xrt 600 "$vs")" "$(xrt 600 "$ss")" "$(xrt 600 "$fs")"
+done
+
+echo
+echo "== engine libsamplerate (sinc-medium) vs a C program calling libsamplerate the same way (10 min WAV)"
+OLD=$REPS; REPS=1
+v=$(measure "$BIN" run "$W/lsr.json" "$W/long10.wav" -o "$W/o-lsr" --jobs 1)
+c=$(measure "$W/src_convert" "$W/long10.wav" "$W/c.wav" 16000 1)
+REPS=$OLD
+echo "voxpipe ${v% *}s   C ${c% *}s   ratio $(ratio "${v% *}" "${c% *}") (target ≤ 1.10)"
+
+echo
+echo "== peak memory, 16 kHz mono from a 10- and a 60-minute WAV"
+rm -rf "$W/o"
+m10=$(measure "$BIN" run "$SPEC" "$W/long10.wav" -o "$W/o" --jobs 1)
+rm -rf "$W/o"
+m60=$(measure "$BIN" run "$SPEC" "$W/long60.wav" -o "$W/o" --jobs 1)
+echo "10 min: $(awk "BEGIN{printf \"%.1f\", ${m10#* }/1024}") MB in ${m10% *}s   60 min: $(awk "BEGIN{printf \"%.1f\", ${m60#* }/1024}") MB in ${m60% *}s   ratio $(ratio "${m60#* }" "${m10#* }") (target < 64 MB, ratio 0.9–1.1)"
+
+echo
+echo "== throughput over 8 files of 10 minutes: --jobs 2 vs --jobs 1"
+rm -rf "$W/o"; j1=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 1)
+rm -rf "$W/o"; j2=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 2)
+echo "jobs 1: ${j1% *}s   jobs 2: ${j2% *}s   speed-up $(ratio "${j1% *}" "${j2% *}")x (target ≥ 1.7 on 2 cores)"
