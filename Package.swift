@@ -21,6 +21,7 @@ let package = Package(
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSampleRate", pkgConfig: "samplerate", apt: "libsamplerate0-dev"),
+        systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
 
         .target(name: "VoxCore", dependencies: [
             .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
@@ -28,9 +29,11 @@ let package = Package(
         ]),
         .target(name: "VoxDecode", dependencies: ["VoxCore", "CSndFile"]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
+        .target(name: "VoxChunk", dependencies: ["VoxCore"]),
+        .target(name: "VoxTranscribe", dependencies: ["VoxCore", "CPocketSphinx"]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
         .executableTarget(name: "voxpipe", dependencies: [
-            "VoxCore", "VoxDecode", "VoxResample", "VoxWrite",
+            "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxWrite",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -38,6 +41,8 @@ let package = Package(
         .testTarget(name: "VoxCoreTests", dependencies: ["VoxCore"]),
         .testTarget(name: "VoxDecodeTests", dependencies: ["VoxDecode", "VoxCore", "CSndFile"]),
         .testTarget(name: "VoxResampleTests", dependencies: ["VoxResample", "VoxDecode", "VoxCore"]),
+        .testTarget(name: "VoxChunkTests", dependencies: ["VoxChunk", "VoxCore"]),
+        .testTarget(name: "VoxTranscribeTests", dependencies: ["VoxTranscribe", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore"]),
         .testTarget(name: "VoxWriteTests", dependencies: ["VoxWrite", "VoxDecode", "VoxCore"]),
         .testTarget(name: "voxpipeTests", dependencies: ["voxpipe", "VoxCore"]),
     ]

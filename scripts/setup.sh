@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   pkg-config
   libsndfile1-dev libsoxr-dev libsamplerate0-dev
+  libpocketsphinx-dev pocketsphinx-en-us pocketsphinx alsa-utils
   sox libsox-fmt-mp3 ffmpeg espeak-ng gcc time
 )
 missing=()

@@ -1,0 +1,206 @@
+import VoxCore
+
+/// `chunk`: AudioBlock → AudioChunk. Cuts a stream into bounded segments, each with its span in
+/// the original file:
+/// - `window`: fixed windows of `seconds` with optional `overlap`; the last short window is kept.
+/// - `voice`: speech segments found by an energy voice-activity detector (see `VoiceDetector`),
+///   padded, with long turns split at their quietest point. Silence gives no chunks.
+/// - `tail`: the last `seconds` of the stream, from a ring buffer whose memory does not grow
+///   with the input.
+/// Holds at most one chunk's worth of audio and flushes it at end of input.
+public struct ChunkStage: Stage {
+    public typealias Input = AudioBlock
+    public typealias Output = AudioChunk
+
+    public enum Mode: String, Sendable, CaseIterable { case window, voice, tail }
+
+    public struct Configuration: Sendable {
+        public var mode: Mode
+        /// window: window length; tail: how much of the end to keep.
+        public var seconds: Double
+        public var overlap: Double
+        public var voice: VoiceDetector.Settings
+    }
+
+    public static let kind = "chunk"
+    public static let summary = "Cuts a stream into chunks: fixed windows, voice segments, or the last N seconds."
+    public static let options: [OptionSpec] = [
+        OptionSpec("mode", .choice(Mode.allCases.map(\.rawValue)), default: "window", help: "window: fixed windows; voice: speech segments; tail: the last `seconds`."),
+        OptionSpec("seconds", .number(0.01...86400), help: "window: window length (default 8); tail: length kept (default 300)."),
+        OptionSpec("overlap", .number(0...3600), default: 0, help: "window: seconds each window shares with the one before."),
+        OptionSpec("minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment."),
+        OptionSpec("padding", .number(0...10), default: 0.2, help: "voice: seconds of context kept before and after speech."),
+        OptionSpec("minSeconds", .number(0...60), default: 0.25, help: "voice: shorter segments (clicks, coughs) are dropped."),
+        OptionSpec("maxSeconds", .number(0.5...3600), default: 30, help: "voice: longer turns are split at their quietest point."),
+        OptionSpec("threshold", .number(1...60), default: 12, help: "voice: dB above the noise floor that counts as speech."),
+    ]
+
+    public static func configure(_ options: StageOptions) throws -> Configuration {
+        let mode = options.choice("mode", as: Mode.self) ?? .window
+        let seconds = options.double("seconds") ?? (mode == .tail ? 300 : 8)
+        let overlap = options.double("overlap") ?? 0
+        if mode == .window && overlap >= seconds {
+            throw options.error("overlap", "must be shorter than the window (\(seconds) s)")
+        }
+        for name in ["overlap"] where mode != .window && options.isSet(name) {
+            throw options.error(name, "applies to mode window only")
+        }
+        for name in ["minSilence", "padding", "minSeconds", "maxSeconds", "threshold"] where mode != .voice && options.isSet(name) {
+            throw options.error(name, "applies to mode voice only")
+        }
+        if mode == .voice && options.isSet("seconds") {
+            throw options.error("seconds", "does not apply to mode voice (use minSeconds and maxSeconds)")
+        }
+        let voice = VoiceDetector.Settings(minSilence: options.double("minSilence") ?? 0.5, padding: options.double("padding") ?? 0.2,
+                                           minSeconds: options.double("minSeconds") ?? 0.25, maxSeconds: options.double("maxSeconds") ?? 30,
+                                           thresholdDB: options.double("threshold") ?? 12)
+        if voice.minSeconds >= voice.maxSeconds { throw options.error("minSeconds", "must be less than maxSeconds (\(voice.maxSeconds))") }
+        return Configuration(mode: mode, seconds: seconds, overlap: overlap, voice: voice)
+    }
+
+    public let id: String
+    public let configuration: Configuration
+
+    public init(id: String, configuration: Configuration, context: StageContext) {
+        self.id = id
+        self.configuration = configuration
+    }
+
+    public func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioChunk>, _ item: ItemContext) async throws {
+        var cutter: (any Cutter)?
+        for try await block in input {
+            if cutter == nil { cutter = makeCutter(block.format) }
+            guard let current = cutter else { continue }
+            guard block.format == current.format else {
+                throw ChunkError("the stream changed format mid-way (\(current.format) to \(block.format))")
+            }
+            for chunk in current.push(block) { try await output.send(chunk) }
+        }
+        if let cutter { for chunk in cutter.finish() { try await output.send(chunk) } }
+    }
+
+    func makeCutter(_ format: AudioFormat) -> any Cutter {
+        switch configuration.mode {
+        case .window: WindowCutter(format: format, seconds: configuration.seconds, overlap: configuration.overlap)
+        case .voice: VoiceCutter(format: format, settings: configuration.voice)
+        case .tail: TailCutter(format: format, seconds: configuration.seconds)
+        }
+    }
+}
+
+/// Why chunking failed.
+public struct ChunkError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// One item's chunking state: blocks in, finished chunks out.
+protocol Cutter: AnyObject {
+    var format: AudioFormat { get }
+    func push(_ block: AudioBlock) -> [AudioChunk]
+    func finish() -> [AudioChunk]
+}
+
+/// Fixed windows with overlap; the last short window is kept.
+final class WindowCutter: Cutter {
+    let format: AudioFormat
+    private let window: Int
+    private let step: Int
+    private var buffer: [Float] = []
+    /// Frame index (stream time) of `buffer`'s first frame.
+    private var bufferStart: Int64 = 0
+    private var index = 0
+    private var emittedThrough: Int64 = 0
+
+    init(format: AudioFormat, seconds: Double, overlap: Double) {
+        self.format = format
+        window = max(1, Int((seconds * Double(format.sampleRate)).rounded()))
+        step = max(1, window - Int((overlap * Double(format.sampleRate)).rounded()))
+    }
+
+    func push(_ block: AudioBlock) -> [AudioChunk] {
+        if buffer.isEmpty { bufferStart = block.frameOffset }
+        buffer.append(contentsOf: block.samples)
+        var out: [AudioChunk] = []
+        let ch = format.channels
+        while buffer.count / ch >= window {
+            out.append(chunk(Array(buffer[0..<window * ch]), start: bufferStart))
+            emittedThrough = bufferStart + Int64(window)
+            buffer.removeFirst(step * ch)
+            bufferStart += Int64(step)
+        }
+        return out
+    }
+
+    func finish() -> [AudioChunk] {
+        // Keep the last short window, unless it holds nothing a previous window did not.
+        let frames = buffer.count / format.channels
+        guard frames > 0, bufferStart + Int64(frames) > emittedThrough else { return [] }
+        return [chunk(buffer, start: bufferStart)]
+    }
+
+    private func chunk(_ samples: [Float], start: Int64) -> AudioChunk {
+        defer { index += 1 }
+        let rate = Double(format.sampleRate)
+        let frames = samples.count / format.channels
+        return AudioChunk(format: format, samples: samples, start: Double(start) / rate, end: Double(start + Int64(frames)) / rate, index: index, cut: .window)
+    }
+}
+
+/// The last `seconds` of the stream in a ring buffer allocated once.
+final class TailCutter: Cutter {
+    let format: AudioFormat
+    private(set) var ring: RingBuffer
+    private var total: Int64 = 0
+
+    init(format: AudioFormat, seconds: Double) {
+        self.format = format
+        ring = RingBuffer(capacity: max(1, Int((seconds * Double(format.sampleRate)).rounded())) * format.channels)
+    }
+
+    func push(_ block: AudioBlock) -> [AudioChunk] {
+        ring.append(block.samples)
+        total = block.frameOffset + Int64(block.frames)
+        return []
+    }
+
+    func finish() -> [AudioChunk] {
+        let samples = ring.contents()
+        let frames = samples.count / format.channels
+        guard frames > 0 else { return [] }
+        let rate = Double(format.sampleRate)
+        return [AudioChunk(format: format, samples: samples, start: Double(total - Int64(frames)) / rate, end: Double(total) / rate, index: 0, cut: .tail)]
+    }
+}
+
+/// A fixed-capacity ring of samples: the newest `capacity` are kept.
+struct RingBuffer {
+    private var storage: [Float]
+    private var head = 0
+    private(set) var count = 0
+
+    init(capacity: Int) { storage = [Float](repeating: 0, count: capacity) }
+
+    /// The storage's size in samples; constant for the buffer's life.
+    var capacity: Int { storage.count }
+
+    mutating func append(_ samples: [Float]) {
+        let cap = storage.count
+        var source = samples[...]
+        if source.count > cap { source = source.suffix(cap) }
+        count = min(cap, count + source.count)
+        while !source.isEmpty {
+            let n = min(cap - head, source.count)
+            storage.replaceSubrange(head..<head + n, with: source.prefix(n))
+            head = (head + n) % cap
+            source = source.dropFirst(n)
+        }
+    }
+
+    /// The kept samples, oldest first.
+    func contents() -> [Float] {
+        if count < storage.count { return Array(storage[0..<count]) }
+        return Array(storage[head...] + storage[..<head])
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import VoxCore
+
+/// The voice-activity detector behind `chunk` mode `voice`.
+///
+/// What it does and why: it measures energy (dBFS of the channel mix) in 10 ms frames and calls
+/// a frame speech when it is `thresholdDB` above the noise floor (and above -55 dBFS). The noise
+/// floor is the lowest frame energy within 3 s before and 1 s after the frame: speech has
+/// regular dips between syllables and words, so the minimum over a few seconds tracks the
+/// background, also when it changes, and the 1 s look-ahead lets speech that starts the file be
+/// found. This is cheap, needs no model, adapts to each recording's level, and is deterministic.
+/// A segment ends after `minSilence` without speech; segments get `padding` of context on each
+/// side; those shorter than `minSeconds` are dropped; a turn longer than `maxSeconds` is split at
+/// its quietest 10 ms frame in the second half of the allowed length, which is a pause between
+/// words where the turn has one.
+public enum VoiceDetector {
+    public struct Settings: Sendable, Equatable {
+        public var minSilence: Double
+        public var padding: Double
+        public var minSeconds: Double
+        public var maxSeconds: Double
+        public var thresholdDB: Double
+
+        public init(minSilence: Double = 0.5, padding: Double = 0.2, minSeconds: Double = 0.25, maxSeconds: Double = 30, thresholdDB: Double = 12) {
+            self.minSilence = minSilence
+            self.padding = padding
+            self.minSeconds = minSeconds
+            self.maxSeconds = maxSeconds
+            self.thresholdDB = thresholdDB
+        }
+    }
+
+    static let framesPerSecond = 100
+    static let floorBehind = 3.0
+    static let floorAhead = 1.0
+    static let absoluteFloorDB = -55.0
+}
+
+/// Streaming state of the detector for one item.
+final class VoiceCutter: Cutter {
+    let format: AudioFormat
+    private let settings: VoiceDetector.Settings
+    /// Samples per 10 ms frame (per channel).
+    private let hop: Int
+    private let behind: Int, ahead: Int, minSilence: Int, pad: Int, minFrames: Int, maxSpeech: Int
+
+    /// Interleaved samples from stream frame `bufferStart` on.
+    private var buffer: [Float] = []
+    private var bufferStart: Int64 = 0
+    private var streamStart: Int64?
+    private var streamEnd: Int64 = 0
+    /// Energies (dB) of 10 ms frames from frame `energyStart` on.
+    private var energies: [Double] = []
+    private var energyStart = 0
+    /// Frames measured so far, and frames decided so far.
+    private var measured = 0
+    private var decided = 0
+
+    private var inSpeech = false
+    private var segmentStart = 0
+    private var lastSpeech = 0
+    private var segmentPadded = true
+    private var index = 0
+
+    init(format: AudioFormat, settings: VoiceDetector.Settings) {
+        self.format = format
+        self.settings = settings
+        hop = max(1, format.sampleRate / VoiceDetector.framesPerSecond)
+        let fps = Double(format.sampleRate) / Double(hop)
+        behind = Int(VoiceDetector.floorBehind * fps)
+        ahead = Int(VoiceDetector.floorAhead * fps)
+        minSilence = max(1, Int((settings.minSilence * fps).rounded()))
+        pad = Int((settings.padding * fps).rounded())
+        minFrames = max(1, Int((settings.minSeconds * fps).rounded()))
+        maxSpeech = max(minFrames + 1, Int((settings.maxSeconds * fps).rounded()) - 2 * pad)
+    }
+
+    func push(_ block: AudioBlock) -> [AudioChunk] {
+        if streamStart == nil {
+            streamStart = block.frameOffset
+            bufferStart = block.frameOffset
+        }
+        buffer.append(contentsOf: block.samples)
+        streamEnd = block.frameOffset + Int64(block.frames)
+        measure()
+        var out: [AudioChunk] = []
+        while decided + ahead < measured { decide(decided, into: &out); decided += 1 }
+        trim()
+        return out
+    }
+
+    func finish() -> [AudioChunk] {
+        var out: [AudioChunk] = []
+        while decided < measured { decide(decided, into: &out); decided += 1 }
+        if inSpeech { endSegment(at: lastSpeech + 1, into: &out) }
+        buffer.removeAll()
+        return out
+    }
+
+    /// Energy of every complete 10 ms frame not yet measured.
+    private func measure() {
+        let ch = format.channels
+        let origin = streamStart ?? 0
+        while true {
+            let first = origin + Int64(measured * hop)
+            let last = first + Int64(hop)
+            guard last <= streamEnd else { break }
+            let offset = Int(first - bufferStart) * ch
+            var sum: Double = 0
+            buffer.withUnsafeBufferPointer { p in
+                for f in 0..<hop {
+                    var v: Float = 0
+                    for c in 0..<ch { v += p[offset + f * ch + c] }
+                    v /= Float(ch)
+                    sum += Double(v * v)
+                }
+            }
+            energies.append(10 * log10(sum / Double(hop) + 1e-12))
+            measured += 1
+        }
+    }
+
+    private func energy(_ frame: Int) -> Double { energies[frame - energyStart] }
+
+    private func isSpeech(_ frame: Int) -> Bool {
+        let lo = max(energyStart, frame - behind), hi = min(measured - 1, frame + ahead)
+        var floor = Double.infinity
+        for f in lo...hi { floor = min(floor, energy(f)) }
+        let threshold = max(floor + settings.thresholdDB, VoiceDetector.absoluteFloorDB)
+        return energy(frame) > threshold
+    }
+
+    private func decide(_ frame: Int, into out: inout [AudioChunk]) {
+        let speech = isSpeech(frame)
+        if !inSpeech {
+            if speech {
+                inSpeech = true
+                segmentStart = frame
+                lastSpeech = frame
+                segmentPadded = true
+            }
+            return
+        }
+        if speech { lastSpeech = frame }
+        if frame - lastSpeech >= minSilence {
+            endSegment(at: lastSpeech + 1, into: &out)
+        } else if frame + 1 - segmentStart >= maxSpeech {
+            // Split at the quietest frame of the second half of what is allowed.
+            let from = segmentStart + maxSpeech / 2
+            var cut = from
+            for f in from...frame where energy(f) < energy(cut) { cut = f }
+            if cut == segmentStart { cut = frame }
+            emit(fromFrame: segmentStart, toFrame: cut, padStart: segmentPadded, padEnd: false, into: &out)
+            segmentStart = cut
+            segmentPadded = false
+            if lastSpeech < cut { lastSpeech = cut }
+        }
+    }
+
+    private func endSegment(at end: Int, into out: inout [AudioChunk]) {
+        inSpeech = false
+        if end - segmentStart >= minFrames || !segmentPadded {
+            emit(fromFrame: segmentStart, toFrame: end, padStart: segmentPadded, padEnd: true, into: &out)
+        }
+    }
+
+    private func emit(fromFrame: Int, toFrame: Int, padStart: Bool, padEnd: Bool, into out: inout [AudioChunk]) {
+        let origin = streamStart ?? 0
+        var start = origin + Int64((fromFrame - (padStart ? pad : 0)) * hop)
+        var end = origin + Int64((toFrame + (padEnd ? pad : 0)) * hop)
+        start = max(start, bufferStart, origin)
+        end = min(end, streamEnd)
+        guard end > start else { return }
+        let ch = format.channels
+        let samples = Array(buffer[Int(start - bufferStart) * ch..<Int(end - bufferStart) * ch])
+        let rate = Double(format.sampleRate)
+        out.append(AudioChunk(format: format, samples: samples, start: Double(start) / rate, end: Double(end) / rate, index: index, cut: .voice))
+        index += 1
+    }
+
+    /// What the cutter holds now (for tests of its memory bound).
+    var bufferedSamples: Int { buffer.count }
+    var bufferedEnergies: Int { energies.count }
+
+    /// Drops samples and energies no later decision or chunk can need.
+    private func trim() {
+        let origin = streamStart ?? 0
+        let keepFrame = inSpeech ? segmentStart - pad : decided - pad
+        let keepSample = max(bufferStart, origin + Int64(max(0, keepFrame) * hop))
+        let drop = Int(keepSample - bufferStart) * format.channels
+        if drop > 0 {
+            buffer.removeFirst(drop)
+            bufferStart = keepSample
+        }
+        let keepEnergy = min(decided - behind, inSpeech ? segmentStart : decided)
+        if keepEnergy > energyStart {
+            energies.removeFirst(keepEnergy - energyStart)
+            energyStart = keepEnergy
+        }
+    }
+}

@@ -1,0 +1,135 @@
+internal import CPocketSphinx
+import Foundation
+import VoxCore
+
+/// Offline transcription with CMU PocketSphinx and, by default, Debian's packaged en-US models.
+/// Decoders are created once per worker (at most one per item in flight) and reused across
+/// chunks and files. Each chunk is decoded as one whole utterance, so the model's batch CMN is
+/// computed per chunk and no state carries from one file to the next.
+public final class PocketSphinxProvider: TranscriptionProvider, @unchecked Sendable {
+    public struct Settings: Sendable, Equatable {
+        public var acousticModel: URL
+        public var languageModel: URL
+        public var dictionary: URL
+        public var language: String
+    }
+
+    public static let modelDirectory = URL(fileURLWithPath: "/usr/share/pocketsphinx/model/en-us")
+    public static let options: [OptionSpec] = [
+        OptionSpec("acousticModel", .path, default: .string(modelDirectory.appendingPathComponent("en-us").path), help: "Acoustic model folder (-hmm)."),
+        OptionSpec("languageModel", .path, default: .string(modelDirectory.appendingPathComponent("en-us.lm.bin").path), help: "Language model (-lm)."),
+        OptionSpec("dictionary", .path, default: .string(modelDirectory.appendingPathComponent("cmudict-en-us.dict").path), help: "Pronunciation dictionary (-dict)."),
+        OptionSpec("language", .string, default: "en", help: "Language code recorded in transcripts."),
+    ]
+
+    public static func settings(_ options: StageOptions) -> Settings {
+        Settings(acousticModel: options.url("acousticModel") ?? modelDirectory.appendingPathComponent("en-us"),
+                 languageModel: options.url("languageModel") ?? modelDirectory.appendingPathComponent("en-us.lm.bin"),
+                 dictionary: options.url("dictionary") ?? modelDirectory.appendingPathComponent("cmudict-en-us.dict"),
+                 language: options.string("language") ?? "en")
+    }
+
+    let settings: Settings
+    private let lock = NSLock()
+    private var idle: [PocketSphinxDecoder] = []
+
+    public init(settings: Settings) { self.settings = settings }
+
+    public func prepare() async throws {
+        for (what, url, isFolder) in [("acoustic model", settings.acousticModel, true), ("language model", settings.languageModel, false), ("dictionary", settings.dictionary, false)] {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue == isFolder else {
+                throw VoxError(.unavailable, "pocketsphinx \(what) not found: \(url.path)" + (url.path.hasPrefix(Self.modelDirectory.path) ? " (apt-get install pocketsphinx-en-us)" : ""))
+            }
+        }
+        let decoder = try PocketSphinxDecoder(settings: settings)
+        lock.withLock { idle.append(decoder) }
+    }
+
+    public func beginItem() throws -> any TranscriptionSession {
+        let decoder = try lock.withLock { idle.popLast() } ?? PocketSphinxDecoder(settings: settings)
+        return Session(provider: self, decoder: decoder)
+    }
+
+    fileprivate func giveBack(_ decoder: PocketSphinxDecoder) { lock.withLock { idle.append(decoder) } }
+
+    final class Session: TranscriptionSession {
+        let provider: PocketSphinxProvider
+        var decoder: PocketSphinxDecoder?
+
+        init(provider: PocketSphinxProvider, decoder: PocketSphinxDecoder) {
+            self.provider = provider
+            self.decoder = decoder
+        }
+
+        func transcribe(_ chunk: AudioChunk) async throws -> Transcript {
+            guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
+            let (text, words) = try decoder.decode(chunk)
+            return Transcript(chunk: chunk, text: text, words: words, language: provider.settings.language, provider: "pocketsphinx",
+                              model: provider.settings.acousticModel.lastPathComponent)
+        }
+
+        func end() {
+            if let decoder { provider.giveBack(decoder) }
+            decoder = nil
+        }
+    }
+}
+
+/// One pocketsphinx decoder.
+final class PocketSphinxDecoder {
+    private let ps: OpaquePointer
+    private let frameRate: Double
+
+    init(settings: PocketSphinxProvider.Settings) throws {
+        let arguments = ["-hmm", settings.acousticModel.path, "-lm", settings.languageModel.path, "-dict", settings.dictionary.path, "-logfn", "/dev/null"]
+        var cArgs = arguments.map { strdup($0) }
+        defer { cArgs.forEach { free($0) } }
+        let config = cArgs.withUnsafeMutableBufferPointer { cmd_ln_parse_r(nil, ps_args(), Int32($0.count), $0.baseAddress, 1) }
+        guard let config else { throw TranscribeError(.modelUnavailable, "pocketsphinx rejected its configuration") }
+        guard let ps = ps_init(config) else {
+            cmd_ln_free_r(config)
+            throw VoxError(.unavailable, "pocketsphinx could not load its model from \(settings.acousticModel.path) (language model \(settings.languageModel.lastPathComponent), dictionary \(settings.dictionary.lastPathComponent))")
+        }
+        cmd_ln_free_r(config)
+        self.ps = ps
+        frameRate = Double(cmd_ln_int_r(ps_get_config(ps), "-frate"))
+    }
+
+    deinit { ps_free(ps) }
+
+    /// Decodes one chunk (16 kHz mono) as a whole utterance; words in the original file's time.
+    func decode(_ chunk: AudioChunk) throws -> (String, [Word]) {
+        guard chunk.format == AudioFormat(sampleRate: 16000, channels: 1) else {
+            throw TranscribeError(.decodeFailed, "pocketsphinx takes 16 kHz mono, got \(chunk.format)")
+        }
+        let pcm = chunk.samples.map { Int16(clamping: Int(($0 * 32767).rounded())) }
+        guard ps_start_utt(ps) == 0 else { throw TranscribeError(.decodeFailed, "pocketsphinx could not start an utterance") }
+        let status = pcm.withUnsafeBufferPointer { ps_process_raw(ps, $0.baseAddress, $0.count, 0, 1) }
+        guard ps_end_utt(ps) == 0, status >= 0 else { throw TranscribeError(.decodeFailed, "pocketsphinx failed on this chunk") }
+        let logmath = ps_get_logmath(ps)
+        var words: [Word] = []
+        var segment = ps_seg_iter(ps)
+        while let seg = segment {
+            if let raw = ps_seg_word(seg), let word = Self.spokenWord(String(cString: raw)) {
+                var startFrame: Int32 = 0, endFrame: Int32 = 0
+                ps_seg_frames(seg, &startFrame, &endFrame)
+                var ascr: Int32 = 0, lscr: Int32 = 0, lback: Int32 = 0
+                let posterior = ps_seg_prob(seg, &ascr, &lscr, &lback)
+                let confidence = min(1, max(0, logmath_exp(logmath, posterior)))
+                words.append(Word(text: word, start: chunk.start + Double(startFrame) / frameRate,
+                                  end: chunk.start + Double(endFrame + 1) / frameRate, confidence: confidence))
+            }
+            segment = ps_seg_next(seg)
+        }
+        return (words.map(\.text).joined(separator: " "), words)
+    }
+
+    /// The word as spoken: nil for silence and filler tokens (`<s>`, `<sil>`, `[NOISE]`,
+    /// `++breath++`), and without alternate-pronunciation marks (`read(2)` → `read`).
+    static func spokenWord(_ token: String) -> String? {
+        guard let first = token.first, !"<[+".contains(first) else { return nil }
+        if let paren = token.firstIndex(of: "("), token.hasSuffix(")") { return String(token[..<paren]) }
+        return token
+    }
+}

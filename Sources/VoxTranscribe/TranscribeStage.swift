@@ -1,0 +1,73 @@
+import VoxCore
+
+/// `transcribe`: AudioChunk → Transcript. Turns each chunk into text with word times (in the
+/// original file's time) through the provider the spec names; one Transcript per chunk, in
+/// order, with empty text where the chunk held no words.
+public struct TranscribeStage: Stage {
+    public typealias Input = AudioChunk
+    public typealias Output = Transcript
+
+    /// The chosen provider and its settings.
+    public enum Provider: Sendable {
+        case pocketsphinx(PocketSphinxProvider.Settings)
+
+        /// The stream format the provider needs, if it needs one.
+        var requiredFormat: (format: StreamFormat, name: String)? {
+            switch self {
+            case .pocketsphinx: (StreamFormat(sampleRate: 16000, channels: 1), "pocketsphinx")
+            }
+        }
+    }
+
+    public struct Configuration: Sendable {
+        public var provider: Provider
+    }
+
+    public static let kind = "transcribe"
+    public static let summary = "Speech to text, per chunk: pocketsphinx (offline)."
+    public static let providers: [ProviderSpec] = [
+        ProviderSpec(name: "pocketsphinx", summary: "CMU PocketSphinx, offline; takes 16 kHz mono.", options: PocketSphinxProvider.options),
+    ]
+    public static let options: [OptionSpec] = [
+        OptionSpec("provider", .provider(providers), default: ["name": "pocketsphinx"], help: "The speech-to-text engine and its settings."),
+    ]
+
+    public static func configure(_ options: StageOptions) throws -> Configuration {
+        guard let (name, providerOptions) = options.provider() else { throw options.error("provider", "expected a provider block") }
+        switch name {
+        case "pocketsphinx": return Configuration(provider: .pocketsphinx(PocketSphinxProvider.settings(providerOptions)))
+        default: throw options.error("provider", "unknown provider \"\(name)\"")
+        }
+    }
+
+    public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
+        if let (required, name) = configuration.provider.requiredFormat, input != required {
+            throw PlanError("\(name) takes \(required); add a stage {\"kind\": \"resample\", \"rate\": \(required.sampleRate ?? 16000), \"channels\": \(required.channels ?? 1)} before the chunk stage")
+        }
+        return input
+    }
+
+    static func makeProvider(_ provider: Provider) -> any TranscriptionProvider {
+        switch provider {
+        case .pocketsphinx(let settings): PocketSphinxProvider(settings: settings)
+        }
+    }
+
+    public let id: String
+    let provider: any TranscriptionProvider
+
+    public init(id: String, configuration: Configuration, context: StageContext) {
+        self.id = id
+        provider = Self.makeProvider(configuration.provider)
+    }
+
+    public func prepare() async throws { try await provider.prepare() }
+
+    public func run(_ input: Inbox<AudioChunk>, _ output: Outbox<Transcript>, _ item: ItemContext) async throws {
+        let session = try provider.beginItem()
+        defer { session.end() }
+        for try await chunk in input {
+            try await output.send(try await session.transcribe(chunk))
+        }
+    }
+}

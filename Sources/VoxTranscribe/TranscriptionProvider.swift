@@ -1,0 +1,18 @@
+import VoxCore
+
+/// A speech-to-text engine behind the `transcribe` stage. Providers are chosen by the spec's
+/// provider block (`{"name": "pocketsphinx", …}`); a new one is a type here and a case in
+/// `TranscribeStage.makeProvider`.
+public protocol TranscriptionProvider: Sendable {
+    /// Checks models or endpoints before data flows; throws `VoxError(.unavailable)`.
+    func prepare() async throws
+    /// Starts one item: engines that keep state are borrowed here, per worker.
+    func beginItem() throws -> any TranscriptionSession
+}
+
+/// One item's transcription: chunks in order, then `end()`.
+public protocol TranscriptionSession {
+    func transcribe(_ chunk: AudioChunk) async throws -> Transcript
+    /// Returns borrowed engines; called on success and failure alike.
+    func end()
+}

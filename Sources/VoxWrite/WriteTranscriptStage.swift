@@ -1,0 +1,56 @@
+import Foundation
+import VoxCore
+
+/// `write-transcript`: Transcript (or anything carrying one: Reply, Speech) → Artifact. Collects
+/// an item's transcripts and, at end of input, writes `<id>.<format>` for each format asked:
+/// txt, srt, vtt, tsv, json (whisper's shapes). Times are in the original file's time. Chunks
+/// that held no words are left out.
+public struct WriteTranscriptStage: Stage {
+    public typealias Input = Transcript
+    public typealias Output = Artifact
+
+    public struct Configuration: Sendable {
+        public var formats: [TranscriptFormat]
+    }
+
+    public static let kind = "write-transcript"
+    public static let summary = "Writes transcripts as txt, srt, vtt, tsv and whisper-style json."
+    public static let options: [OptionSpec] = [
+        OptionSpec("formats", .choices(TranscriptFormat.allCases.map(\.rawValue)), default: ["txt", "srt", "json"], help: "Files to write, one per format."),
+    ]
+
+    public static func configure(_ options: StageOptions) throws -> Configuration {
+        var formats: [TranscriptFormat] = []
+        for name in options.strings("formats") ?? [] {
+            if let f = TranscriptFormat(rawValue: name), !formats.contains(f) { formats.append(f) }
+        }
+        return Configuration(formats: formats)
+    }
+
+    public let id: String
+    public let configuration: Configuration
+
+    public init(id: String, configuration: Configuration, context: StageContext) {
+        self.id = id
+        self.configuration = configuration
+    }
+
+    public func run(_ input: Inbox<Transcript>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        var segments: [Transcript] = []
+        var seen = Set<Int>()
+        for try await transcript in input where !transcript.text.isEmpty {
+            // Several replies may carry one transcript; write it once.
+            if seen.insert(transcript.chunk.index).inserted { segments.append(transcript) }
+        }
+        segments.sort { $0.chunk.start < $1.chunk.start }
+        for format in configuration.formats {
+            let temp = try item.outputs.reserve(stageID: id, ext: format.rawValue)
+            do {
+                try Data(format.render(segments).utf8).write(to: temp)
+            } catch {
+                throw WriteError(.writeFailed, "cannot write \(id).\(format.rawValue): \(describe(error))")
+            }
+            try await output.send(try item.outputs.artifact(for: temp))
+        }
+    }
+}
