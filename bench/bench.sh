@@ -80,3 +80,56 @@ echo "== throughput over 8 files of 10 minutes: --jobs 2 vs --jobs 1"
 rm -rf "$W/o"; j1=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 1)
 rm -rf "$W/o"; j2=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 2)
 echo "jobs 1: ${j1% *}s   jobs 2: ${j2% *}s   speed-up $(ratio "${j1% *}" "${j2% *}")x (target ≥ 1.7 on 2 cores)"
+
+# --- transcription (issue 3) -----------------------------------------------------------------
+echo
+echo "== transcription: word error rate, voxpipe (Pipelines/transcribe.json) vs pocketsphinx_continuous -infile"
+T=$W/asr; rm -rf "$T"; mkdir -p "$T/in" "$T/voxpipe" "$T/pocketsphinx"
+: > "$T/refs.tsv"
+for f in /usr/share/sounds/alsa/{Front,Rear,Side}_*.wav; do
+  name=$(basename "$f" .wav)
+  sox "$f" -r 16000 -c 1 -b 16 "$T/in/$name.wav"
+  printf '%s\t%s\n' "$name" "$(echo "$name" | tr '_' ' ')" >> "$T/refs.tsv"
+done
+i=0
+while IFS= read -r sentence; do
+  i=$((i + 1)); name=espeak-$i
+  espeak-ng -v en-us -s 150 -w "$T/raw.wav" "$sentence"
+  sox "$T/raw.wav" -r 16000 -c 1 -b 16 "$T/in/$name.wav"
+  printf '%s\t%s\n' "$name" "$sentence" >> "$T/refs.tsv"
+done <<'TXT'
+The quick brown fox jumps over the lazy dog.
+Please call me back tomorrow morning.
+I would like to book a table for two people.
+Turn left at the next traffic light.
+TXT
+"$BIN" run Pipelines/transcribe.json "$T/in" -o "$T/vox" --jobs 1 >/dev/null 2>&1
+for f in "$T"/in/*.wav; do
+  name=$(basename "$f" .wav)
+  cp "$T/vox/$name/transcript.txt" "$T/voxpipe/$name.txt"
+  pocketsphinx_continuous -infile "$f" -logfn /dev/null > "$T/pocketsphinx/$name.txt" 2>/dev/null
+done
+echo "(alsa-utils' recordings of a human voice, then espeak-ng sentences; edits (what was heard))"
+python3 bench/wer.py "$T/refs.tsv" "$T/voxpipe" "$T/pocketsphinx"
+
+echo
+echo "== transcription speed: one long file, and 50 short files of 3 s"
+# ~5 minutes of speech: the clips and sentences above, with pauses, repeated.
+for f in "$T"/in/*.wav; do sox "$f" "$T/pad-$(basename "$f")" pad 0 0.6; done
+sox "$T"/pad-*.wav "$T/round.wav"
+round=$(soxi -D "$T/round.wav")
+reps=$(awk "BEGIN{print int(300 / $round)}")
+sox "$T/round.wav" "$T/long.wav" repeat "$reps"
+long=$(soxi -D "$T/long.wav")
+mkdir -p "$T/long"; cp "$T/long.wav" "$T/long/long.wav"
+rm -rf "$T/o"; v=$(measure "$BIN" run Pipelines/transcribe.json "$T/long/long.wav" -o "$T/o" --jobs 1)
+p=$(measure pocketsphinx_continuous -infile "$T/long.wav" -logfn /dev/null)
+printf "long file (%.0f s): voxpipe %ss (%s real time)   pocketsphinx_continuous %ss (%s)   ratio %s (target ≤ 1.05)\n" \
+  "$long" "${v% *}" "$(xrt "$long" "${v% *}")" "${p% *}" "$(xrt "$long" "${p% *}")" "$(ratio "${v% *}" "${p% *}")"
+mkdir -p "$T/short"
+for k in $(seq 0 49); do sox "$T/long.wav" "$T/short/s$k.wav" trim $((k * 3)) 3; done
+rm -rf "$T/o"; v=$(measure "$BIN" run Pipelines/transcribe.json "$T/short" -o "$T/o" --jobs 1)
+start=$(date +%s.%N)
+for f in "$T"/short/*.wav; do pocketsphinx_continuous -infile "$f" -logfn /dev/null >/dev/null 2>&1; done
+p=$(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $start}")
+echo "50 × 3 s: voxpipe ${v% *}s (model loaded once, --jobs 1)   50 runs of pocketsphinx_continuous ${p}s   ratio $(ratio "${v% *}" "$p")"

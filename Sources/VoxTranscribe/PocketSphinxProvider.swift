@@ -32,6 +32,10 @@ public final class PocketSphinxProvider: TranscriptionProvider, @unchecked Senda
     let settings: Settings
     private let lock = NSLock()
     private var idle: [PocketSphinxDecoder] = []
+    private var created = 0
+
+    /// How many decoders this provider has loaded (one per worker at most).
+    public var decodersCreated: Int { lock.withLock { created } }
 
     public init(settings: Settings) { self.settings = settings }
 
@@ -42,13 +46,19 @@ public final class PocketSphinxProvider: TranscriptionProvider, @unchecked Senda
                 throw VoxError(.unavailable, "pocketsphinx \(what) not found: \(url.path)" + (url.path.hasPrefix(Self.modelDirectory.path) ? " (apt-get install pocketsphinx-en-us)" : ""))
             }
         }
-        let decoder = try PocketSphinxDecoder(settings: settings)
+        let decoder = try makeDecoder()
         lock.withLock { idle.append(decoder) }
     }
 
     public func beginItem() throws -> any TranscriptionSession {
-        let decoder = try lock.withLock { idle.popLast() } ?? PocketSphinxDecoder(settings: settings)
+        let decoder = try lock.withLock { idle.popLast() } ?? makeDecoder()
         return Session(provider: self, decoder: decoder)
+    }
+
+    private func makeDecoder() throws -> PocketSphinxDecoder {
+        let decoder = try PocketSphinxDecoder(settings: settings)
+        lock.withLock { created += 1 }
+        return decoder
     }
 
     fileprivate func giveBack(_ decoder: PocketSphinxDecoder) { lock.withLock { idle.append(decoder) } }

@@ -143,3 +143,50 @@ import Testing
         #expect(try voxpipe(["run", spec, "x.wav", "-o", "/tmp/x", "--jobs", "0"]).status == 64)
     }
 }
+
+@Suite struct TranscribeCommandTests {
+    @Test func aFortyEightKilohertzEdgeIntoTheTranscriberIsRefusedNamingTheResampleStage() throws {
+        let dir = temporaryDirectory()
+        let spec = try writeSpec(#"""
+        {"stages":[{"id":"decode","kind":"decode"},{"id":"wide","kind":"resample","rate":48000,"channels":1},
+        {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"}]}
+        """#, in: dir)
+        let result = try voxpipe(["validate", spec.path])
+        #expect(result.status == 65)
+        #expect(result.stderr == #"voxpipe: error: \#(spec.path): stages[3] 'asr': pocketsphinx takes 16 kHz mono; add a stage {"kind": "resample", "rate": 16000, "channels": 1} before the chunk stage, but 'turns' (chunk) gives 48 kHz mono"# + "\n")
+    }
+
+    @Test func aMissingModelExits69AtPrepareNamingThePath() throws {
+        let dir = temporaryDirectory()
+        let spec = try writeSpec(#"""
+        {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
+        {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe","provider":{"name":"pocketsphinx","acousticModel":"models/missing"}}]}
+        """#, in: dir)
+        let out = dir.appendingPathComponent("out")
+        let result = try voxpipe(["run", spec.path, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o", out.path])
+        #expect(result.status == 69)
+        #expect(result.stderr == "voxpipe: error: stage 'asr' (transcribe): pocketsphinx acoustic model not found: \(dir.path)/models/missing\n")
+        #expect(files(under: out).isEmpty)
+    }
+
+    @Test func theTranscribePipelineWritesEveryFormatAndSkipsTinyFiles() throws {
+        let dir = temporaryDirectory()
+        let input = dir.appendingPathComponent("in")
+        try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav"), to: input.appendingPathComponent("speech.wav"))
+        // A 50 ms file: too short for any speech, but not an error.
+        let tiny = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav"))
+        var header = tiny[0..<44]
+        let frames = 1102
+        header.replaceSubrange(40..<44, with: withUnsafeBytes(of: UInt32(frames * 2).littleEndian) { Data($0) })
+        header.replaceSubrange(4..<8, with: withUnsafeBytes(of: UInt32(36 + frames * 2).littleEndian) { Data($0) })
+        try (header + tiny[44..<(44 + frames * 2)]).write(to: input.appendingPathComponent("tiny.wav"))
+        let out = dir.appendingPathComponent("out")
+        let result = try voxpipe(["run", packageRoot.appendingPathComponent("Pipelines/transcribe.json").path, input.path, "-o", out.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(files(under: out).filter { $0.hasPrefix("speech/") } == ["speech/transcript.json", "speech/transcript.srt", "speech/transcript.tsv", "speech/transcript.txt", "speech/transcript.vtt"])
+        let txt = try String(contentsOf: out.appendingPathComponent("speech/transcript.txt"), encoding: .utf8)
+        #expect(!txt.isEmpty)
+        #expect(try String(contentsOf: out.appendingPathComponent("tiny/transcript.txt"), encoding: .utf8) == "")
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import VoxCore
+@testable import VoxWrite
+
+@Suite struct WriteTranscriptStageTests {
+    func transcript(_ text: String, start: Double, end: Double, index: Int) -> Transcript {
+        let chunk = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: start, end: end, index: index, cut: .voice)
+        let words = text.split(separator: " ").enumerated().map { i, w in
+            Word(text: String(w), start: start + Double(i) * 0.3, end: start + Double(i) * 0.3 + 0.25, confidence: 0.9)
+        }
+        return Transcript(chunk: chunk, text: text, words: words, language: "en", provider: "pocketsphinx", model: "en-us")
+    }
+
+    var segments: [Transcript] {
+        [transcript("hello there", start: 1.25, end: 2.5, index: 0), transcript("", start: 3, end: 4, index: 1),
+         transcript("call me back", start: 3725.5, end: 3729.004, index: 2)]
+    }
+
+    func write(_ formats: [String]) async throws -> (URL, [Artifact]) {
+        let out = temporaryDirectory()
+        let harness = try StageHarness(WriteTranscriptStage.self, id: "subs", options: ["formats": .array(formats.map { .string($0) })], outputDirectory: out)
+        let (artifacts, _) = try await harness.run(segments)
+        return (out.appendingPathComponent("item"), artifacts)
+    }
+
+    @Test func srtHasNumberedCuesWithChunkSpans() async throws {
+        let (dir, artifacts) = try await write(["srt"])
+        #expect(artifacts.map(\.path) == ["item/subs.srt"])
+        let srt = try String(contentsOf: dir.appendingPathComponent("subs.srt"), encoding: .utf8)
+        #expect(srt == "1\n00:00:01,250 --> 00:00:02,500\nhello there\n\n2\n01:02:05,500 --> 01:02:09,004\ncall me back\n\n")
+    }
+
+    @Test func vttStartsWithItsHeaderAndUsesDots() async throws {
+        let (dir, _) = try await write(["vtt"])
+        let vtt = try String(contentsOf: dir.appendingPathComponent("subs.vtt"), encoding: .utf8)
+        #expect(vtt == "WEBVTT\n\n00:00:01.250 --> 00:00:02.500\nhello there\n\n01:02:05.500 --> 01:02:09.004\ncall me back\n\n")
+    }
+
+    @Test func tsvAndTxtMatchWhisper() async throws {
+        let (dir, _) = try await write(["tsv", "txt"])
+        #expect(try String(contentsOf: dir.appendingPathComponent("subs.tsv"), encoding: .utf8) == "start\tend\ttext\n1250\t2500\thello there\n3725500\t3729004\tcall me back\n")
+        #expect(try String(contentsOf: dir.appendingPathComponent("subs.txt"), encoding: .utf8) == "hello there\ncall me back\n")
+    }
+
+    @Test func jsonParsesInWhispersShapeWithWordTimes() async throws {
+        let (dir, _) = try await write(["json"])
+        let data = try Data(contentsOf: dir.appendingPathComponent("subs.json"))
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        #expect(object?["text"] as? String == "hello there call me back")
+        #expect(object?["language"] as? String == "en")
+        let segs = object?["segments"] as? [[String: Any]] ?? []
+        #expect(segs.count == 2)
+        #expect(segs.first?["start"] as? Double == 1.25)
+        #expect(segs.first?["end"] as? Double == 2.5)
+        #expect(segs.last?["start"] as? Double == 3725.5)
+        let words = segs.first?["words"] as? [[String: Any]] ?? []
+        #expect(words.map { $0["word"] as? String } == ["hello", "there"])
+        #expect(words.first?["probability"] as? Double == 0.9)
+    }
+
+    @Test func aTranscriptCarriedByTwoRepliesIsWrittenOnce() async throws {
+        let out = temporaryDirectory()
+        let t = transcript("wie geht es dir", start: 0, end: 2, index: 0)
+        let replies = [Reply(transcript: t, text: "gut"), Reply(transcript: t, text: "sehr gut")]
+        _ = try await StageHarness(WriteTranscriptStage.self, id: "subs", options: ["formats": ["txt"]], outputDirectory: out).run(replies)
+        #expect(try String(contentsOf: out.appendingPathComponent("item/subs.txt"), encoding: .utf8) == "wie geht es dir\n")
+    }
+}
