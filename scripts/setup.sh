@@ -3,7 +3,7 @@
 # Quiet and quick (a dpkg query) when all are present.
 set -euo pipefail
 packages=(
-  pkg-config
+  pkg-config libssl-dev
   libsndfile1-dev libsoxr-dev libsamplerate0-dev
   libpocketsphinx-dev pocketsphinx-en-us pocketsphinx alsa-utils
   sox libsox-fmt-mp3 ffmpeg espeak-ng gcc time

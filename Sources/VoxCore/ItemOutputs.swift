@@ -62,7 +62,7 @@ public final class ItemOutputs: @unchecked Sendable {
         }
         let fd = open(temp.path, O_RDONLY)
         if fd >= 0 { fsync(fd); close(fd) }
-        let (hex, bytes) = try SHA256.hexOfFile(at: temp)
+        let (hex, bytes) = try Digest.hexOfFile(at: temp)
         return Artifact(path: relativePath(final), bytes: bytes, sha256: hex)
     }
 

@@ -81,19 +81,24 @@ import Testing
     }
 }
 
-@Suite struct SHA256Tests {
+@Suite struct DigestTests {
     @Test func knownVectors() {
-        #expect(SHA256.hex(Data()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(SHA256.hex(Data("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(SHA256.hex(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)) == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(Digest.hex(Data()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(Digest.hex(Data("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(Digest.hex(Data("abc".utf8), .sha512) == "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f")
     }
 
-    @Test func streamingEqualsOneShot() {
-        let data = Data((0..<10_000).map { UInt8(truncatingIfNeeded: $0 * 7) })
-        var h = SHA256()
+    @Test func streamingEqualsOneShotAndFiles() throws {
+        let data = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        let d = Digest(.sha256)
         var i = 0
-        for size in [1, 63, 64, 65, 1000, 3] { h.update(data[i..<min(i + size, data.count)]); i += size }
-        h.update(data[i...])
-        #expect(h.finalizeHex() == SHA256.hex(data))
+        for size in [1, 63, 64, 65, 1000, 3] { d.update(data[i..<min(i + size, data.count)]); i += size }
+        d.update(data[i...])
+        #expect(d.finalizeHex() == Digest.hex(data))
+        let url = temporaryDirectory().appendingPathComponent("f.bin")
+        try data.write(to: url)
+        let (hex, bytes) = try Digest.hexOfFile(at: url)
+        #expect(hex == Digest.hex(data))
+        #expect(bytes == 100_000)
     }
 }

@@ -21,7 +21,7 @@ import Testing
         #expect(try String(contentsOf: out.appendingPathComponent("a/raw.txt"), encoding: .utf8) == "150.0")
         #expect(try String(contentsOf: out.appendingPathComponent("a/loud.txt"), encoding: .utf8) == "450.0")
         #expect(Set(results[0].artifacts.map(\.path)) == ["a/raw.txt", "a/loud.txt"])
-        #expect(results[0].artifacts.first { $0.path == "a/raw.txt" }?.sha256 == SHA256.hex(Data("150.0".utf8)))
+        #expect(results[0].artifacts.first { $0.path == "a/raw.txt" }?.sha256 == Digest.hex(Data("150.0".utf8)))
     }
 
     @Test func aFailingItemFailsAloneAndLeavesNoFiles() async throws {

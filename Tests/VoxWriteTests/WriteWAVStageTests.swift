@@ -27,7 +27,7 @@ import VoxCore
         #expect(zip(samples, input.flatMap(\.samples)).allSatisfy { abs($0 - $1) <= tolerance })
         let data = try Data(contentsOf: url)
         #expect(artifacts[0].bytes == Int64(data.count))
-        #expect(artifacts[0].sha256 == SHA256.hex(data))
+        #expect(artifacts[0].sha256 == Digest.hex(data))
     }
 
     @Test func pcm16HasOnlyFmtAndDataChunksAndIsDeterministic() async throws {
