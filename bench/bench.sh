@@ -133,3 +133,35 @@ start=$(date +%s.%N)
 for f in "$T"/short/*.wav; do pocketsphinx_continuous -infile "$f" -logfn /dev/null >/dev/null 2>&1; done
 p=$(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $start}")
 echo "50 × 3 s: voxpipe ${v% *}s (model loaded once, --jobs 1)   50 runs of pocketsphinx_continuous ${p}s   ratio $(ratio "${v% *}" "$p")"
+
+# --- exactly-once batches (issue 6) ----------------------------------------------------------
+echo
+echo "== rerun of a finished job of 1,000 items (target: under 1 s; no audio decoded)"
+B6=$W/batch; rm -rf "$B6"; mkdir -p "$B6/in"
+sox -n -r 16000 -c 1 -b 16 "$B6/one.wav" synth 0.5 sine 440
+for i in $(seq -w 1 1000); do d=$B6/in/d$((10#$i % 20)); mkdir -p "$d"; cp "$B6/one.wav" "$d/f$i.wav"; done
+first=$(measure "$BIN" run "$SPEC" "$B6/in" -o "$B6/out")
+REPS_SAVED=$REPS; REPS=3
+again=$(measure "$BIN" run "$SPEC" "$B6/in" -o "$B6/out")
+REPS=$REPS_SAVED
+echo "first run ${first% *}s; rerun (all 1000 skipped) ${again% *}s"
+
+echo
+echo "== kill -9 at random moments, then rerun: outputs byte-identical, no temporary files"
+TRIALS=${KILL_TRIALS:-60}
+kdir=$W/kill; rm -rf "$kdir"; mkdir -p "$kdir/in"
+for f in Samples/*; do cp "$f" "$kdir/in/"; done
+cp "$W/long10.flac" "$kdir/in/long.flac"
+"$BIN" run "$SPEC" "$kdir/in" -o "$kdir/ref" >/dev/null 2>&1
+hashes() { (cd "$1" && find . -type f ! -name 'voxpipe.manifest.json' ! -name '*.lock' -print0 | sort -z | xargs -0 sha256sum); }
+ref=$(hashes "$kdir/ref")
+bad=0
+for t in $(seq "$TRIALS"); do
+  rm -rf "$kdir/out"
+  "$BIN" run "$SPEC" "$kdir/in" -o "$kdir/out" >/dev/null 2>&1 & pid=$!
+  sleep "0.$(printf '%03d' $((RANDOM % 700)))"
+  kill -9 "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  "$BIN" run "$SPEC" "$kdir/in" -o "$kdir/out" >/dev/null 2>&1
+  if [ "$(hashes "$kdir/out")" != "$ref" ] || find "$kdir/out" -name '.voxpipe-*' ! -name '*.lock' | grep -q .; then bad=$((bad + 1)); fi
+done
+echo "$TRIALS trials: $((TRIALS - bad)) identical, $bad differing"

@@ -21,6 +21,9 @@ public struct Plan: Sendable {
     public let nodes: [Node]
     /// The spec in canonical form (sorted keys): part of every item key.
     public let canonicalSpec: Data
+    /// Files the spec's path options name (given or default): rules, models. Their contents
+    /// are part of every item key too.
+    public let referencedFiles: [URL]
 
     /// Nodes in an order where each comes after the one it reads from.
     public var topologicalOrder: [Node] {
@@ -32,6 +35,11 @@ public struct Plan: Sendable {
             queue.append(contentsOf: node.children.map { nodes[$0] })
         }
         return order
+    }
+
+    /// The files each item's folder will hold, by name (`NNNN` where a stage numbers them).
+    public var plannedOutputs: [String] {
+        topologicalOrder.flatMap { $0.kind.plannedOutputs($0.configuration, $0.id, $0.inputType) }
     }
 
     /// The plan as `voxpipe validate` prints it: each stage with its types and the format on
@@ -105,6 +113,7 @@ public enum Planner {
         // 1. Each stage's id, kind and options.
         struct Parsed { var id: String; var kind: StageKind; var from: String?; var configuration: any Sendable }
         var parsed: [Parsed] = []
+        var referenced: [URL] = []
         var seen: [String: Int] = [:]
         for (i, value) in stages.enumerated() {
             let path = "stages[\(i)]"
@@ -134,6 +143,7 @@ public enum Planner {
             } catch let error as VoxError {
                 throw VoxError(error.code, "\(error.message) (stage '\(id)')")
             }
+            referenced += referencedPaths(optionValues, specs: kind.options, baseDirectory: baseDirectory)
             parsed.append(Parsed(id: id, kind: kind, from: from, configuration: configuration))
         }
 
@@ -203,7 +213,27 @@ public enum Planner {
         var canonical = top
         canonical.removeValue(forKey: "$schema")
         canonical.removeValue(forKey: "description")
-        return Plan(name: top["name"]?.stringValue ?? defaultName, nodes: nodes, canonicalSpec: JSONValue.object(canonical).canonicalData())
+        return Plan(name: top["name"]?.stringValue ?? defaultName, nodes: nodes, canonicalSpec: JSONValue.object(canonical).canonicalData(),
+                    referencedFiles: Array(Set(referenced)))
+    }
+
+    /// The paths that path options (in provider blocks too) name or default to.
+    static func referencedPaths(_ values: [String: JSONValue], specs: [OptionSpec], baseDirectory: URL) -> [URL] {
+        var urls: [URL] = []
+        for spec in specs {
+            let value = values[spec.name] ?? spec.defaultValue
+            switch spec.kind {
+            case .path:
+                if let path = value?.stringValue { urls.append(URL(fileURLWithPath: path, relativeTo: baseDirectory).standardizedFileURL) }
+            case .provider(let providers):
+                if let object = value?.objectValue, let name = object["name"]?.stringValue, let provider = providers.first(where: { $0.name == name }) {
+                    urls += referencedPaths(object, specs: provider.options, baseDirectory: baseDirectory)
+                }
+            default:
+                break
+            }
+        }
+        return urls
     }
 
     static func isValidID(_ id: String) -> Bool {

@@ -17,16 +17,19 @@ public struct ItemResult: Sendable {
     public var item: InputFile
     public var status: Status
     public var failure: StageFailure?
+    /// Why a skipped item was skipped, or why a done item was run.
+    public var reason: String?
     public var artifacts: [Artifact]
     /// Wall-clock seconds spent on the item.
     public var seconds: Double
     /// Length of the input audio in seconds, when a decoder reported it.
     public var audioSeconds: Double?
 
-    public init(item: InputFile, status: Status, failure: StageFailure? = nil, artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil) {
+    public init(item: InputFile, status: Status, failure: StageFailure? = nil, reason: String? = nil, artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil) {
         self.item = item
         self.status = status
         self.failure = failure
+        self.reason = reason
         self.artifacts = artifacts
         self.seconds = seconds
         self.audioSeconds = audioSeconds
@@ -64,10 +67,16 @@ public struct RunOptions: Sendable {
     public var outputDirectory: URL
     /// Items processed at once.
     public var jobs: Int
+    /// Where finished items are recorded and looked up; nil runs every item and records none.
+    public var ledger: Ledger?
+    /// Redo items the ledger says are done.
+    public var force: Bool
 
-    public init(outputDirectory: URL, jobs: Int) {
+    public init(outputDirectory: URL, jobs: Int, ledger: Ledger? = nil, force: Bool = false) {
         self.outputDirectory = outputDirectory
         self.jobs = max(1, jobs)
+        self.ledger = ledger
+        self.force = force
     }
 }
 
@@ -117,11 +126,36 @@ public struct Runner: Sendable {
         return results.compactMap { $0 }
     }
 
-    /// Runs one item through every stage, each in its own task, and commits its outputs only
-    /// when all succeeded.
+    /// Whether the ledger would run or skip each item, and why; runs nothing, writes nothing.
+    public func decisions(_ items: [InputFile]) -> [Ledger.Decision] {
+        items.map { item in
+            if options.force { return .run(reason: "--force") }
+            return options.ledger?.decide(item) ?? .run(reason: "no ledger")
+        }
+    }
+
+    /// Runs one item through every stage, each in its own task, commits its outputs only when
+    /// all succeeded, then records it in the ledger. Skips it when the ledger says it is done.
     public func process(_ item: InputFile) async -> ItemResult {
         let started = ContinuousClock.now
+        let startDate = Date()
         let outputs = ItemOutputs(root: options.outputDirectory, folderName: item.outputName)
+        // A killed run may have left temporary files here; none of them is ours.
+        Ledger.removeTemporaries(in: outputs.folder)
+        var reason = "--force"
+        var previousInput: ItemManifest.FileRecord?
+        if let ledger = options.ledger {
+            previousInput = ledger.readManifest(for: item)?.input
+            if !options.force {
+                switch ledger.decide(item) {
+                case .skip(let manifest):
+                    let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
+                    return ItemResult(item: item, status: .skipped, reason: "done before, outputs intact", artifacts: artifacts, audioSeconds: manifest.audioSeconds)
+                case .run(let why):
+                    reason = why
+                }
+            }
+        }
         var itemLogger = logger
         itemLogger[metadataKey: "item.path"] = .string(item.relativePath)
         let context = ItemContext(item: item, outputs: outputs, logger: itemLogger)
@@ -139,7 +173,7 @@ public struct Runner: Sendable {
                     let downstream = node.children.map { inboxes[$0] }
                     group.addTask {
                         do {
-                            try await stage.run(input: inbox, output: downstream, sink: downstream.isEmpty ? collector : nil, item: context)
+                            try await stage.run(input: inbox, output: downstream, sink: collector, item: context)
                             for channel in downstream { channel.finish() }
                             // A stage that stopped reading early must not leave its producer waiting.
                             for try await _ in inbox {}
@@ -158,11 +192,19 @@ public struct Runner: Sendable {
                 }
                 try await group.waitForAll()
             }
+            try Task.checkCancellation()
+            // Hash the input before the outputs go into place: a file that changed under us is
+            // then recorded as what was read, at worst.
+            let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previousInput) }
             try outputs.commit()
-            return ItemResult(item: item, status: .done, artifacts: collector.artifacts, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
+            if let ledger = options.ledger, let input {
+                try ledger.record(item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
+            }
+            return ItemResult(item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
         } catch {
             outputs.discard()
-            let failure = (error as? StageFailure) ?? StageFailure(stageID: "output", kind: "commit", reason: describe(error))
+            var failure = (error as? StageFailure) ?? StageFailure(stageID: "output", kind: "commit", reason: describe(error))
+            if Task.isCancelled { failure.reason = "interrupted" }
             return ItemResult(item: item, status: .failed, failure: failure, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
         }
     }

@@ -29,6 +29,10 @@ public protocol Stage: Sendable {
     /// when it cannot take that format. The default passes the format through.
     static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat
 
+    /// The names of the files this stage writes in an item's folder (`audio.wav`,
+    /// `turn-NNNN.wav`), for `--dry-run`; empty for stages that write none.
+    static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String]
+
     init(id: String, configuration: Configuration, context: StageContext) throws
 
     /// Checks resources before any data flows: files present, engines loadable, endpoints
@@ -43,6 +47,7 @@ public protocol Stage: Sendable {
 extension Stage {
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat { input }
     public func prepare() async throws {}
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { [] }
 }
 
 /// A type a stage can take as input: one payload type, or an enum over several (a WAV writer

@@ -11,6 +11,7 @@ public struct StageKind: Sendable {
     let configure: @Sendable (StageOptions) throws -> any Sendable
     let outputFormat: @Sendable (any Sendable, StreamFormat) throws -> StreamFormat
     let instantiate: @Sendable (String, any Sendable, StageContext) throws -> any StageRunner
+    let plannedOutputs: @Sendable (any Sendable, String, PayloadType) -> [String]
 
     public init<S: Stage>(_ type: S.Type) {
         kind = S.kind
@@ -22,6 +23,9 @@ public struct StageKind: Sendable {
         outputFormat = { configuration, input in
             guard let c = configuration as? S.Configuration else { throw VoxError(.internal, "configuration type mismatch for \(S.kind)") }
             return try S.outputFormat(c, input: input)
+        }
+        plannedOutputs = { configuration, id, input in
+            (configuration as? S.Configuration).map { S.plannedOutputs($0, id: id, input: input) } ?? []
         }
         instantiate = { id, configuration, context in
             guard let c = configuration as? S.Configuration else { throw VoxError(.internal, "configuration type mismatch for \(S.kind)") }

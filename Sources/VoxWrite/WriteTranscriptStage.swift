@@ -27,6 +27,10 @@ public struct WriteTranscriptStage: Stage {
         return Configuration(formats: formats)
     }
 
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
+        configuration.formats.map { "\(id).\($0.rawValue)" }
+    }
+
     public let id: String
     public let configuration: Configuration
 
@@ -46,7 +50,7 @@ public struct WriteTranscriptStage: Stage {
         for format in configuration.formats {
             let temp = try item.outputs.reserve(stageID: id, ext: format.rawValue)
             do {
-                try Data(format.render(segments).utf8).write(to: temp)
+                try AtomicFile.writeFile(Data(format.render(segments).utf8), to: temp)
             } catch {
                 throw WriteError(.writeFailed, "cannot write \(id).\(format.rawValue): \(describe(error))")
             }

@@ -40,6 +40,10 @@ public struct WriteWAVStage: Stage {
         Configuration(encoding: options.choice("encoding", as: WAVEncoding.self) ?? .pcm16)
     }
 
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
+        [input == .audioBlock ? "\(id).wav" : "\(id)-NNNN.wav"]
+    }
+
     public let id: String
     public let configuration: Configuration
 

@@ -10,6 +10,9 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
         INPUT is files or folders (searched recursively for audio files). Outputs go to
         DIR/<input path relative to its INPUT root, without extension>/<stage id>[-NNNN].<ext>.
+        Finished items are recorded (DIR/<item>/voxpipe.manifest.json) and skipped by the next run
+        while input, spec and outputs are unchanged. Without --shard, the shard comes from
+        JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or AWS_BATCH_JOB_ARRAY_INDEX when set.
         """
     )
 
@@ -17,11 +20,19 @@ struct RunCommand: AsyncParsableCommand {
     @Argument(help: "Input files or folders.") var inputs: [String] = []
     @Option(name: [.short, .long], help: "Output folder (created if missing).") var output: String
     @Option(name: [.short, .long], help: "Items processed at once (default: number of cores).") var jobs: Int?
+    @Option(help: ArgumentHelp("Process only shard K of N (0-based), by a stable hash of each input's relative path.", valueName: "K/N")) var shard: String?
+    @Option(help: ArgumentHelp("The shard count, with JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX (or set VOXPIPE_SHARD_COUNT).", valueName: "N")) var shardCount: Int?
+    @Flag(help: "Redo items already done.") var force = false
+    @Flag(help: "List every item, whether it would run or be skipped and why, and its outputs; write nothing.") var dryRun = false
+    @Option(help: ArgumentHelp("Write one JSON line per item (status, error, seconds, artifact hashes).", valueName: "FILE.jsonl")) var report: String?
+    @Option(help: ArgumentHelp("Write Prometheus textfile-collector metrics.", valueName: "FILE.prom")) var metrics: String?
+    @Option(help: ArgumentHelp("Write JUnit XML, one test case per item.", valueName: "FILE.xml")) var junit: String?
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
 
     func validate() throws {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if output.isEmpty { throw ValidationError("--output must name a folder") }
+        if let shardCount, shardCount < 1 { throw ValidationError("--shard-count must be at least 1") }
     }
 
     func run() async throws {
@@ -30,16 +41,41 @@ struct RunCommand: AsyncParsableCommand {
         do {
             let plan = try loadPlan(spec)
             guard !inputs.isEmpty else { throw VoxError(.noInput, "no INPUT given: name audio files or folders after the spec") }
-            let items = try InputListing.collect(inputs)
-            guard !items.isEmpty else { throw VoxError(.noInput, "no audio files found in \(inputs.joined(separator: ", "))") }
+            // Output names are decided from the whole listing, so every shard agrees on them.
+            let all = try InputListing.collect(inputs)
+            guard !all.isEmpty else { throw VoxError(.noInput, "no audio files found in \(inputs.joined(separator: ", "))") }
+            let shard = try shard.map(Shard.parse) ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount)
+            let items = shard.map { s in all.filter { s.contains($0) } } ?? all
             let outputURL = URL(fileURLWithPath: output).standardizedFileURL
+            let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion)
+            let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger, force: force)
+            let context = StageContext(logger: logger, specDirectory: URL(fileURLWithPath: spec).deletingLastPathComponent())
+
+            if dryRun {
+                printDryRun(plan: plan, items: items, ledger: ledger, shard: shard, total: all.count)
+                return
+            }
             try ensureWritable(outputURL)
-            let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount)
-            let runner = try await Runner.prepare(plan, options: options, context: StageContext(logger: logger, specDirectory: URL(fileURLWithPath: spec).deletingLastPathComponent()))
+            let lock = try OutputLock(outputDirectory: outputURL, shard: shard)
+            let runner = try await Runner.prepare(plan, options: options, context: context)
+            if let shard { printError("shard \(shard): \(items.count) of \(all.count) items") }
+
             let progress = ProgressReporter(total: items.count)
             let started = ContinuousClock.now
-            let results = await runner.run(items, observer: progress)
-            progress.finish(results, elapsed: ContinuousClock.now - started, output: output)
+            let signals = SignalHandler()
+            let work = Task { await runner.run(items, observer: progress) }
+            signals.install { work.cancel() }
+            let results = await work.value
+            let interrupted = signals.received
+            let elapsed = ContinuousClock.now - started
+            let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            progress.finish(results, elapsed: elapsed, output: output)
+            if let interrupted {
+                printError("interrupted by \(interrupted == SIGINT ? "SIGINT" : "SIGTERM"): \(items.count - results.count) items not started; rerun to continue")
+            }
+            try writeReports(RunReports(planName: plan.name, results: results, wallSeconds: wall, outputDirectory: outputURL, interruptedBy: interrupted))
+            withExtendedLifetime(lock) {}
+            if let interrupted { throw ExitCode(128 + interrupted) }
             if results.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
         } catch let exit as ExitCode {
             throw exit
@@ -48,18 +84,73 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    /// Creates the output folder and proves a file can be written there, before any work.
+    func writeReports(_ reports: RunReports) throws {
+        if let report { try AtomicFile.write(reports.jsonLines(), to: URL(fileURLWithPath: report)) }
+        if let junit { try AtomicFile.write(Data(reports.junit().utf8), to: URL(fileURLWithPath: junit)) }
+        if let metrics {
+            let url = URL(fileURLWithPath: metrics)
+            try AtomicFile.write(Data(reports.prometheus(previous: try? String(contentsOf: url, encoding: .utf8)).utf8), to: url)
+        }
+    }
+
+    /// `--dry-run`: one line per item on stdout, then the outputs each run would write.
+    func printDryRun(plan: Plan, items: [InputFile], ledger: Ledger, shard: Shard?, total: Int) {
+        let outputs = plan.plannedOutputs
+        var lines: [String] = []
+        var runs = 0
+        for item in items {
+            let decision = force ? .run(reason: "--force") : ledger.decide(item)
+            switch decision {
+            case .skip:
+                lines.append("skip  \(item.relativePath) → \(item.outputName)/ (done before, outputs intact)")
+            case .run(let reason):
+                runs += 1
+                lines.append("run   \(item.relativePath) → \(item.outputName)/ (\(reason)): \(outputs.joined(separator: ", "))")
+            }
+        }
+        print(lines.joined(separator: "\n"))
+        printError("dry run: \(items.count) item\(items.count == 1 ? "" : "s")\(shard.map { " in shard \($0) of \(total)" } ?? ""): \(runs) would run, \(items.count - runs) would be skipped; nothing written")
+    }
+
+    /// Creates the output folder before any work; the lock file then proves it writable.
     func ensureWritable(_ url: URL) throws {
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
             throw VoxError(.cannotCreate, "cannot create output folder \(url.path): \(describe(error))")
         }
-        let probe = url.appendingPathComponent(".voxpipe-write-test-\(getpid())")
-        guard FileManager.default.createFile(atPath: probe.path, contents: Data()) else {
-            throw VoxError(.cannotCreate, "output folder \(url.path) is not writable")
+    }
+}
+
+/// SIGINT and SIGTERM: the first stops taking new items and abandons the running ones cleanly
+/// (their temporary files are removed); a second one ends the process at once.
+final class SignalHandler: @unchecked Sendable {
+    private let lock = NSLock()
+    private var signal: Int32?
+    private var sources: [DispatchSourceSignal] = []
+
+    var received: Int32? { lock.withLock { signal } }
+
+    func install(onFirst: @escaping @Sendable () -> Void) {
+        for sig in [SIGINT, SIGTERM] {
+            Foundation.signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [self] in
+                let first = lock.withLock { () -> Bool in
+                    if signal != nil { return false }
+                    signal = sig
+                    return true
+                }
+                if first {
+                    FileHandle.standardError.write(Data("\nvoxpipe: stopping: no new items; abandoning running ones (again to quit at once)\n".utf8))
+                    onFirst()
+                } else {
+                    _exit(128 + sig)
+                }
+            }
+            source.resume()
+            sources.append(source)
         }
-        try? FileManager.default.removeItem(at: probe)
     }
 }
 

@@ -61,3 +61,46 @@ func files(under dir: URL) -> [String] {
         return !isDir.boolValue
     }.sorted()
 }
+
+/// A voxpipe process started in the background.
+struct Running {
+    let process: Process
+    let out: URL
+    let err: URL
+
+    func wait() -> Invocation {
+        process.waitUntilExit()
+        defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
+        return Invocation(status: process.terminationStatus,
+                          stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                          stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+}
+
+func start(_ arguments: [String], environment: [String: String]? = nil) throws -> Running {
+    let process = Process()
+    process.executableURL = voxpipeBinary
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let out = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-out-\(UUID().uuidString)")
+    let err = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-err-\(UUID().uuidString)")
+    FileManager.default.createFile(atPath: out.path, contents: nil)
+    FileManager.default.createFile(atPath: err.path, contents: nil)
+    process.standardOutput = try FileHandle(forWritingTo: out)
+    process.standardError = try FileHandle(forWritingTo: err)
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    return Running(process: process, out: out, err: err)
+}
+
+func sha256(_ url: URL) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["sha256sum", url.path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+}

@@ -1,0 +1,176 @@
+import Foundation
+
+/// What a finished item left: written last, atomically, in the item's output folder. A rerun
+/// skips the item when the key still matches and every artifact is intact.
+public struct ItemManifest: Codable, Sendable, Equatable {
+    /// A file and what it was when recorded. `modified` (ns since 1970) and `bytes` give a quick
+    /// check; `sha256` is the content.
+    public struct FileRecord: Codable, Sendable, Equatable {
+        public var path: String
+        public var bytes: Int64
+        public var sha256: String
+        public var modified: Int64
+    }
+
+    public var manifestVersion = 1
+    /// SHA-256 of the input's SHA-256, the spec fingerprint (canonical spec, referenced files,
+    /// voxpipe's version).
+    public var key: String
+    public var voxpipeVersion: String
+    public var spec: String
+    public var input: FileRecord
+    public var artifacts: [FileRecord]
+    public var started: String
+    public var finished: String
+    public var seconds: Double
+    public var audioSeconds: Double?
+}
+
+/// Decides, per item, whether a run must redo it, and records finished items.
+public struct Ledger: Sendable {
+    public static let manifestName = "voxpipe.manifest.json"
+
+    public let outputDirectory: URL
+    /// SHA-256 of the canonical spec, the files it references, and voxpipe's version.
+    public let fingerprint: String
+    public let version: String
+
+    public init(outputDirectory: URL, fingerprint: String, version: String) {
+        self.outputDirectory = outputDirectory
+        self.fingerprint = fingerprint
+        self.version = version
+    }
+
+    /// The spec fingerprint: canonical spec bytes, each referenced regular file's SHA-256 (rules,
+    /// models; folders by name only) and the tool version. Computed once per run.
+    public static func fingerprint(plan: Plan, version: String) -> String {
+        let d = Digest(.sha256)
+        d.update(plan.canonicalSpec)
+        for url in plan.referencedFiles.sorted(by: { $0.path < $1.path }) {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+            let content = exists && !isDirectory.boolValue ? ((try? Digest.hexOfFile(at: url).hex) ?? "unreadable") : (exists ? "folder" : "missing")
+            d.update(Data("\n\(url.path)=\(content)".utf8))
+        }
+        d.update(Data("\nvoxpipe \(version)".utf8))
+        return d.finalizeHex()
+    }
+
+    /// Whether an item must run, and why.
+    public enum Decision: Sendable, Equatable {
+        case skip(ItemManifest)
+        case run(reason: String)
+    }
+
+    public func manifestURL(for item: InputFile) -> URL {
+        outputDirectory.appendingPathComponent(item.outputName, isDirectory: true).appendingPathComponent(Self.manifestName)
+    }
+
+    public func readManifest(for item: InputFile) -> ItemManifest? {
+        guard let data = try? Data(contentsOf: manifestURL(for: item)) else { return nil }
+        return try? JSONDecoder().decode(ItemManifest.self, from: data)
+    }
+
+    /// Skip when the manifest's key matches this input and spec and every artifact is present
+    /// with its recorded size and modification time. Reads no audio: the input is hashed only
+    /// when its size or modification time changed since the manifest.
+    public func decide(_ item: InputFile) -> Decision {
+        guard let manifest = readManifest(for: item) else { return .run(reason: "not done before") }
+        guard manifest.spec == fingerprint else { return .run(reason: "spec or voxpipe version changed") }
+        guard let input = try? inputRecord(for: item, previous: manifest.input) else { return .run(reason: "input unreadable") }
+        guard input.sha256 == manifest.input.sha256 else { return .run(reason: "input changed") }
+        for artifact in manifest.artifacts {
+            guard let record = Self.fileStat(outputDirectory.appendingPathComponent(artifact.path)) else { return .run(reason: "output missing: \(artifact.path)") }
+            guard record.bytes == artifact.bytes, record.modified == artifact.modified else { return .run(reason: "output changed: \(artifact.path)") }
+        }
+        return .skip(manifest)
+    }
+
+    /// The input's record, reusing the previous hash when size and modification time are unchanged.
+    public func inputRecord(for item: InputFile, previous: ItemManifest.FileRecord?) throws -> ItemManifest.FileRecord {
+        guard let stat = Self.fileStat(item.url) else { throw VoxError(.badInput, "cannot read \(item.url.path)") }
+        if let previous, previous.bytes == stat.bytes, previous.modified == stat.modified {
+            return ItemManifest.FileRecord(path: item.relativePath, bytes: stat.bytes, sha256: previous.sha256, modified: stat.modified)
+        }
+        let (hex, _) = try Digest.hexOfFile(at: item.url)
+        return ItemManifest.FileRecord(path: item.relativePath, bytes: stat.bytes, sha256: hex, modified: stat.modified)
+    }
+
+    public func key(inputSHA256: String) -> String {
+        Digest.hex(Data("\(inputSHA256)\n\(fingerprint)".utf8))
+    }
+
+    /// Writes the manifest last, atomically (temporary name, fsync, rename).
+    public func record(_ item: InputFile, input: ItemManifest.FileRecord, artifacts: [Artifact], started: Date, seconds: Double, audioSeconds: Double?) throws {
+        let records = artifacts.map { artifact in
+            ItemManifest.FileRecord(path: artifact.path, bytes: artifact.bytes, sha256: artifact.sha256,
+                                    modified: Self.fileStat(outputDirectory.appendingPathComponent(artifact.path))?.modified ?? 0)
+        }
+        let iso = ISO8601DateFormatter()
+        let manifest = ItemManifest(key: key(inputSHA256: input.sha256), voxpipeVersion: version, spec: fingerprint, input: input, artifacts: records,
+                                    started: iso.string(from: started), finished: iso.string(from: Date()), seconds: seconds, audioSeconds: audioSeconds)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try AtomicFile.write(try encoder.encode(manifest), to: manifestURL(for: item))
+    }
+
+    /// Removes temporary files a killed run left in an item's folder; returns how many.
+    @discardableResult
+    public static func removeTemporaries(in folder: URL) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return 0 }
+        var removed = 0
+        for name in names where name.contains(ItemOutputs.temporaryMarker) || name.hasPrefix(AtomicFile.prefix) {
+            if (try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))) != nil { removed += 1 }
+        }
+        return removed
+    }
+
+    /// Size and modification time (ns, at µs precision) of a file, or nil.
+    static func fileStat(_ url: URL) -> (bytes: Int64, modified: Int64)? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
+              let size = (attributes[.size] as? NSNumber)?.int64Value,
+              let modified = attributes[.modificationDate] as? Date else { return nil }
+        return (size, Int64((modified.timeIntervalSince1970 * 1_000_000).rounded()) * 1000)
+    }
+}
+
+/// Writes whole files or nothing: a temporary name in the same folder, fsync, rename. Plain
+/// POSIX writes: Foundation's own atomic writes go through hidden temporaries of their own,
+/// which a killed process would leave behind.
+public enum AtomicFile {
+    static let prefix = ".voxpipe-atomic-"
+
+    public static func write(_ data: Data, to url: URL) throws {
+        let folder = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let temp = folder.appendingPathComponent("\(prefix)\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(url.lastPathComponent)")
+        do {
+            try writeFile(data, to: temp)
+            guard rename(temp.path, url.path) == 0 else {
+                throw VoxError(.cannotCreate, "cannot write \(url.path): \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            unlink(temp.path)
+            throw error
+        }
+    }
+
+    /// Writes `data` to a new file at `url` (replacing any), flushed to disk.
+    public static func writeFile(_ data: Data, to url: URL) throws {
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw VoxError(.cannotCreate, "cannot create \(url.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        try data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Foundation.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw VoxError(.cannotCreate, "cannot write \(url.path): \(String(cString: strerror(errno)))")
+                }
+                offset += n
+            }
+        }
+        fsync(fd)
+    }
+}
