@@ -40,12 +40,14 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
-        .testTarget(name: "VoxCoreTests", dependencies: ["VoxCore"]),
-        .testTarget(name: "VoxDecodeTests", dependencies: ["VoxDecode", "VoxCore", "CSndFile"]),
-        .testTarget(name: "VoxResampleTests", dependencies: ["VoxResample", "VoxDecode", "VoxCore"]),
-        .testTarget(name: "VoxChunkTests", dependencies: ["VoxChunk", "VoxCore"]),
-        .testTarget(name: "VoxTranscribeTests", dependencies: ["VoxTranscribe", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore"]),
-        .testTarget(name: "VoxWriteTests", dependencies: ["VoxWrite", "VoxDecode", "VoxCore"]),
-        .testTarget(name: "voxpipeTests", dependencies: ["voxpipe", "VoxCore"]),
+        // Helpers shared by the test targets (not a product).
+        .target(name: "VoxTestSupport", dependencies: ["VoxCore", "VoxDecode"], path: "Tests/VoxTestSupport"),
+        .testTarget(name: "VoxCoreTests", dependencies: ["VoxTestSupport", "VoxCore"]),
+        .testTarget(name: "VoxDecodeTests", dependencies: ["VoxTestSupport", "VoxDecode", "VoxCore", "CSndFile"]),
+        .testTarget(name: "VoxResampleTests", dependencies: ["VoxTestSupport", "VoxResample", "VoxDecode", "VoxCore"]),
+        .testTarget(name: "VoxChunkTests", dependencies: ["VoxTestSupport", "VoxChunk", "VoxCore"]),
+        .testTarget(name: "VoxTranscribeTests", dependencies: ["VoxTestSupport", "VoxTranscribe", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore"]),
+        .testTarget(name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxCore"]),
+        .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore"]),
     ]
 )

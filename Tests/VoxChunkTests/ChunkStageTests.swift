@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VoxTestSupport
 import VoxCore
 @testable import VoxChunk
 

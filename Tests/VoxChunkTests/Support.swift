@@ -1,4 +1,5 @@
 import Foundation
+import VoxTestSupport
 import VoxCore
 @testable import VoxChunk
 
@@ -24,18 +25,7 @@ func bursts(rate: Int, seconds: Double, speech: [ClosedRange<Double>], dips: [Cl
     return out
 }
 
-func blocks(_ samples: [Float], format: AudioFormat, blockFrames: Int = 3000) -> [AudioBlock] {
-    var out: [AudioBlock] = []
-    let frames = samples.count / format.channels
-    var f = 0
-    while f < frames {
-        let n = min(blockFrames, frames - f)
-        out.append(AudioBlock(format: format, samples: Array(samples[f * format.channels..<(f + n) * format.channels]), frameOffset: Int64(f)))
-        f += n
-    }
-    return out
-}
 
 func chunk(_ samples: [Float], format: AudioFormat, options: [String: JSONValue]) async throws -> [AudioChunk] {
-    try await StageHarness(ChunkStage.self, options: options).run(blocks(samples, format: format), commit: false).outputs
+    try await StageHarness(ChunkStage.self, options: options).run(blocks(samples, format: format, blockFrames: 3000), commit: false).outputs
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import VoxTestSupport
 @testable import VoxCore
 
 @Suite struct RunnerTests {

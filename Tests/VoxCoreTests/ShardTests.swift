@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VoxTestSupport
 @testable import VoxCore
 
 @Suite struct ShardTests {

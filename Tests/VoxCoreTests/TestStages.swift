@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxTestSupport
 
 /// Test stages: a source that makes `count` blocks of a constant, a gain, a chunker of sorts, a
 /// sink that writes a text file per item, and one that fails on demand.
@@ -118,8 +119,3 @@ func plan(_ json: String) throws -> Plan {
     try Planner.plan(data: Data(json.utf8), baseDirectory: URL(fileURLWithPath: "/tmp"), registry: testRegistry)
 }
 
-func temporaryDirectory() -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-test-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}

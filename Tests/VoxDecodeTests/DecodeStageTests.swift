@@ -1,6 +1,7 @@
 import CSndFile
 import Foundation
 import Testing
+import VoxTestSupport
 import VoxCore
 @testable import VoxDecode
 
@@ -35,7 +36,7 @@ import VoxCore
         let url = temporaryDirectory().appendingPathComponent("tone.\(c.ext)")
         let signal = sine(rate: 48000, channels: 2, seconds: 1.5)
         #expect(writeSoundFile(url, format: c.format, rate: 48000, channels: 2, samples: signal), "this libsndfile cannot write \(c.name)")
-        let (blocks, stats) = try await decode(url, options: ["blockFrames": 4096])
+        let (blocks, stats) = try await decodeBlocks(url, options: ["blockFrames": 4096])
         let samples = blocks.flatMap(\.samples)
         #expect(blocks.allSatisfy { $0.format == AudioFormat(sampleRate: 48000, channels: 2) })
         #expect(blocks.dropLast().allSatisfy { $0.frames == 4096 })
@@ -56,8 +57,8 @@ import VoxCore
         let wav = dir.appendingPathComponent("tone.wav")
         #expect(writeSoundFile(wav, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 44100, channels: 1, samples: sine(rate: 44100, channels: 1, seconds: 2)))
         let m4a = dir.appendingPathComponent("tone.m4a")
-        try run("ffmpeg", ["-v", "error", "-y", "-i", wav.path, "-c:a", "aac", "-b:a", "96k", m4a.path])
-        let (blocks, stats) = try await decode(m4a)
+        try runTool("ffmpeg", ["-v", "error", "-y", "-i", wav.path, "-c:a", "aac", "-b:a", "96k", m4a.path])
+        let (blocks, stats) = try await decodeBlocks(m4a)
         let samples = blocks.flatMap(\.samples)
         #expect(blocks.first?.format == AudioFormat(sampleRate: 44100, channels: 1))
         #expect(abs(samples.count - 88200) < 3000)
@@ -82,14 +83,14 @@ import VoxCore
     @Test func anEmptyFileIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("empty.wav")
         try Data().write(to: url)
-        await #expect(throws: DecodeError.self) { try await decode(url) }
-        do { _ = try await decode(url) } catch { #expect("\(error)" == "empty file (0 bytes)") }
+        await #expect(throws: DecodeError.self) { try await decodeBlocks(url) }
+        do { _ = try await decodeBlocks(url) } catch { #expect("\(error)" == "empty file (0 bytes)") }
     }
 
     @Test func textNamedMp3IsNotReadableAudio() async throws {
         let url = temporaryDirectory().appendingPathComponent("notes.mp3")
         try Data("These are my notes, not audio.\n".utf8).write(to: url)
-        do { _ = try await decode(url); Issue.record("expected an error") } catch {
+        do { _ = try await decodeBlocks(url); Issue.record("expected an error") } catch {
             #expect("\(error)".hasPrefix("not a readable audio file (ffprobe: "))
             #expect("\(error)".contains("; libsndfile: "))
         }
@@ -100,7 +101,7 @@ import VoxCore
         var bytes = Data("RIFF".utf8) + Data([0x24, 0, 0, 0]) + Data("WAVEfmt ".utf8)
         bytes += Data([0xff, 0xff, 0xff, 0x7f]) + Data(repeating: 0xAB, count: 64)
         try bytes.write(to: url)
-        await #expect(throws: DecodeError.self) { try await decode(url) }
+        await #expect(throws: DecodeError.self) { try await decodeBlocks(url) }
     }
 
     /// A canonical 16-bit PCM WAV header with the given fields, then `dataBytes` of silence.
@@ -117,7 +118,7 @@ import VoxCore
     @Test func tooManyChannelsIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("three.wav")
         #expect(writeSoundFile(url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 3, samples: [Float](repeating: 0, count: 300)))
-        do { _ = try await decode(url, options: ["maxChannels": 2]); Issue.record("expected an error") } catch {
+        do { _ = try await decodeBlocks(url, options: ["maxChannels": 2]); Issue.record("expected an error") } catch {
             #expect("\(error)" == "3 channels is more than maxChannels (2)")
         }
     }
@@ -125,7 +126,7 @@ import VoxCore
     @Test func aSampleRateOutsideTheGuardIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("fast.wav")
         try wavHeader(channels: 1, rate: 1_000_000, dataBytes: 200).write(to: url)
-        do { _ = try await decode(url); Issue.record("expected an error") } catch {
+        do { _ = try await decodeBlocks(url); Issue.record("expected an error") } catch {
             #expect("\(error)" == "sample rate 1000000 Hz is outside 1 Hz…768 kHz")
         }
     }
@@ -133,13 +134,13 @@ import VoxCore
     @Test func zeroChannelsIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("none.wav")
         try wavHeader(channels: 0, rate: 8000, dataBytes: 200).write(to: url)
-        await #expect(throws: DecodeError.self) { try await decode(url) }
+        await #expect(throws: DecodeError.self) { try await decodeBlocks(url) }
     }
 
     @Test func anAbsurdLengthIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("long.wav")
         #expect(writeSoundFile(url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 1, samples: [Float](repeating: 0, count: 80000)))
-        do { _ = try await decode(url, options: ["maxHours": 0.001]); Issue.record("expected an error") } catch {
+        do { _ = try await decodeBlocks(url, options: ["maxHours": 0.001]); Issue.record("expected an error") } catch {
             #expect("\(error)" == "the file declares 0.0 hours of audio, more than maxHours (0.001)")
         }
     }
@@ -147,7 +148,7 @@ import VoxCore
     @Test func aZeroFrameFileGivesOneEmptyBlockWithItsFormat() async throws {
         let url = temporaryDirectory().appendingPathComponent("zero.wav")
         try wavHeader(channels: 2, rate: 22050, dataBytes: 0).write(to: url)
-        let (blocks, _) = try await decode(url)
+        let (blocks, _) = try await decodeBlocks(url)
         #expect(blocks.count == 1)
         #expect(blocks.first?.frames == 0)
         #expect(blocks.first?.format == AudioFormat(sampleRate: 22050, channels: 2))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VoxTestSupport
 import VoxCore
 @testable import VoxResample
 
@@ -9,7 +10,7 @@ import VoxCore
     func compareWithSox(_ source: URL) async throws {
         let dir = source.deletingLastPathComponent()
         let soxOut = dir.appendingPathComponent("sox-16k.wav")
-        try run("sox", ["-D", source.path, "-e", "floating-point", "-b", "32", "-r", "16000", "-c", "1", soxOut.path])
+        try runTool("sox", ["-D", source.path, "-e", "floating-point", "-b", "32", "-r", "16000", "-c", "1", soxOut.path])
         let (inFormat, input) = try await readAll(source)
         #expect(inFormat == AudioFormat(sampleRate: 44100, channels: 2))
         let ours = try await resample(input, format: inFormat, options: ["rate": 16000, "channels": 1]).flatMap(\.samples)
@@ -28,16 +29,16 @@ import VoxCore
     @Test func matchesSoxOnASineSweep() async throws {
         let dir = temporaryDirectory()
         let sweep = dir.appendingPathComponent("sweep.wav")
-        try run("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", sweep.path, "synth", "4", "sine", "50-7000", "gain", "-3"])
+        try runTool("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", sweep.path, "synth", "4", "sine", "50-7000", "gain", "-3"])
         try await compareWithSox(sweep)
     }
 
     @Test func matchesSoxOnSpeech() async throws {
         let dir = temporaryDirectory()
         let raw = dir.appendingPathComponent("raw.wav")
-        try run("espeak-ng", ["-v", "en-us", "-w", raw.path, "Resampling speech must keep every word clear and intelligible."])
+        try runTool("espeak-ng", ["-v", "en-us", "-w", raw.path, "Resampling speech must keep every word clear and intelligible."])
         let speech = dir.appendingPathComponent("speech.wav")
-        try run("sox", [raw.path, "-r", "44100", "-c", "2", speech.path])
+        try runTool("sox", [raw.path, "-r", "44100", "-c", "2", speech.path])
         try await compareWithSox(speech)
     }
 

@@ -1,44 +1,16 @@
 import Foundation
+import VoxTestSupport
 import VoxCore
 import VoxDecode
 import VoxResample
 
-func temporaryDirectory() -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-test-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
 
-func run(_ tool: String, _ arguments: [String]) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [tool] + arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
-}
 
-/// Decodes a whole file into interleaved samples with voxpipe's own decoder.
-func readAll(_ url: URL) async throws -> (format: AudioFormat, samples: [Float]) {
-    let harness = try StageHarness(DecodeStage.self, item: InputFile(url: url, relativePath: url.lastPathComponent, outputName: "x"))
-    let (blocks, _) = try await harness.run([harness.item], commit: false)
-    return (blocks[0].format, blocks.flatMap(\.samples))
-}
 
 /// Runs the resample stage alone over blocks of `blockFrames`.
 func resample(_ samples: [Float], format: AudioFormat, options: [String: JSONValue], blockFrames: Int = 4096) async throws -> [AudioBlock] {
     let harness = try StageHarness(ResampleStage.self, options: options)
-    var blocks: [AudioBlock] = []
-    let frames = samples.count / format.channels
-    var f = 0
-    while f < frames {
-        let n = min(blockFrames, frames - f)
-        blocks.append(AudioBlock(format: format, samples: Array(samples[f * format.channels..<(f + n) * format.channels]), frameOffset: Int64(f)))
-        f += n
-    }
-    return try await harness.run(blocks, commit: false).outputs
+    return try await harness.run(blocks(samples, format: format, blockFrames: blockFrames), commit: false).outputs
 }
 
 /// A windowed-sinc low-pass FIR (Blackman), applied with zero phase (centred).

@@ -3,6 +3,7 @@ import Foundation
 import FoundationXML
 #endif
 import Testing
+import VoxTestSupport
 
 /// Exactly-once batches: ledger, lock, kill-safety, signals, reports.
 @Suite(.serialized) struct BatchTests {

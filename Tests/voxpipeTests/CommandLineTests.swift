@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VoxTestSupport
 
 @Suite struct SpecErrorTests {
     struct Case: Sendable, CustomTestStringConvertible {

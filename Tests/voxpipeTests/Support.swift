@@ -1,4 +1,5 @@
 import Foundation
+import VoxTestSupport
 
 /// The package's root folder.
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -42,11 +43,6 @@ func voxpipe(_ arguments: [String], environment: [String: String]? = nil, curren
                       stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
 }
 
-func temporaryDirectory() -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-test-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
 
 func writeSpec(_ json: String, in dir: URL, name: String = "spec.json") throws -> URL {
     let url = dir.appendingPathComponent(name)

@@ -1,0 +1,76 @@
+import Foundation
+import VoxCore
+import VoxDecode
+
+/// Helpers every test target shares: scratch folders, external tools, and turning files into
+/// samples and samples into blocks with voxpipe's own stages.
+
+/// A new empty folder under the system's temporary directory.
+public func temporaryDirectory() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// Runs a command-line tool (sox, ffmpeg, espeak-ng) found on PATH; throws when it fails.
+public func runTool(_ tool: String, _ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [tool] + arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw VoxError(.internal, "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+    }
+}
+
+/// Decodes a file with the decode stage alone; returns the blocks and what it reported.
+public func decodeBlocks(_ url: URL, options: [String: JSONValue] = [:]) async throws -> (blocks: [AudioBlock], stats: ItemStats) {
+    let harness = try StageHarness(DecodeStage.self, options: options, item: InputFile(url: url, relativePath: url.lastPathComponent, outputName: "x"))
+    let (blocks, stats) = try await harness.run([harness.item], commit: false)
+    return (blocks, stats)
+}
+
+/// A whole file as interleaved samples, decoded by voxpipe.
+public func readAll(_ url: URL) async throws -> (format: AudioFormat, samples: [Float]) {
+    let blocks = try await decodeBlocks(url).blocks
+    return (blocks[0].format, blocks.flatMap(\.samples))
+}
+
+/// Interleaved samples cut into blocks of `blockFrames`, with their frame offsets.
+public func blocks(_ samples: [Float], format: AudioFormat, blockFrames: Int = 4096) -> [AudioBlock] {
+    var out: [AudioBlock] = []
+    let frames = samples.count / format.channels
+    var f = 0
+    while f < frames {
+        let n = min(blockFrames, frames - f)
+        out.append(AudioBlock(format: format, samples: Array(samples[f * format.channels..<(f + n) * format.channels]), frameOffset: Int64(f)))
+        f += n
+    }
+    return out
+}
+
+/// Speech made with espeak-ng (22.05 kHz mono WAV).
+public func espeak(_ text: String, voice: String = "en-us", into dir: URL) throws -> URL {
+    let url = dir.appendingPathComponent("speech-\(UUID().uuidString).wav")
+    try runTool("espeak-ng", ["-v", voice, "-s", "140", "-w", url.path, text])
+    return url
+}
+
+/// A sine of `seconds` at `amplitude`, interleaved over `channels`.
+public func sine(rate: Int, channels: Int, seconds: Double, frequency: Double = 440, amplitude: Float = 0.5) -> [Float] {
+    let frames = Int(Double(rate) * seconds)
+    var out = [Float](repeating: 0, count: frames * channels)
+    for f in 0..<frames {
+        let v = amplitude * Float(sin(2 * Double.pi * frequency * Double(f) / Double(rate)))
+        for c in 0..<channels { out[f * channels + c] = v }
+    }
+    return out
+}
+
+public func rms(_ samples: some Collection<Float>) -> Float {
+    guard !samples.isEmpty else { return 0 }
+    return (samples.reduce(0) { $0 + $1 * $1 } / Float(samples.count)).squareRoot()
+}
