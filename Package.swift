@@ -22,6 +22,7 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSampleRate", pkgConfig: "samplerate", apt: "libsamplerate0-dev"),
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
 
         .target(name: "VoxCore", dependencies: [
@@ -33,9 +34,11 @@ let package = Package(
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxChunk", dependencies: ["VoxCore"]),
         .target(name: "VoxTranscribe", dependencies: ["VoxCore", "CPocketSphinx"]),
+        .target(name: "VoxReply", dependencies: ["VoxCore"]),
+        .target(name: "VoxSynthesize", dependencies: ["VoxCore", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
         .executableTarget(name: "voxpipe", dependencies: [
-            "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxWrite",
+            "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -47,7 +50,9 @@ let package = Package(
         .testTarget(name: "VoxResampleTests", dependencies: ["VoxTestSupport", "VoxResample", "VoxDecode", "VoxCore"]),
         .testTarget(name: "VoxChunkTests", dependencies: ["VoxTestSupport", "VoxChunk", "VoxCore"]),
         .testTarget(name: "VoxTranscribeTests", dependencies: ["VoxTestSupport", "VoxTranscribe", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore"]),
-        .testTarget(name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxCore"]),
+        .testTarget(name: "VoxReplyTests", dependencies: ["VoxTestSupport", "VoxReply", "VoxCore"]),
+        .testTarget(name: "VoxSynthesizeTests", dependencies: ["VoxTestSupport", "VoxSynthesize", "VoxTranscribe", "VoxResample", "VoxCore"]),
+        .testTarget(name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
         .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore"]),
     ]
 )

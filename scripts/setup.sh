@@ -6,6 +6,7 @@ packages=(
   pkg-config libssl-dev
   libsndfile1-dev libsoxr-dev libsamplerate0-dev
   libpocketsphinx-dev pocketsphinx-en-us pocketsphinx alsa-utils
+  libespeak-ng-dev espeak-ng-data
   sox libsox-fmt-mp3 ffmpeg espeak-ng gcc time
 )
 missing=()

@@ -112,10 +112,13 @@ public struct StageContext: Sendable {
     public var logger: Logger
     /// The spec's folder: relative paths resolve against it.
     public var specDirectory: URL
+    /// Sample-rate conversion for stages that need it without being resamplers.
+    public var rateConversion: (any RateConversion)?
 
-    public init(logger: Logger, specDirectory: URL) {
+    public init(logger: Logger, specDirectory: URL, rateConversion: (any RateConversion)? = nil) {
         self.logger = logger
         self.specDirectory = specDirectory
+        self.rateConversion = rateConversion
     }
 }
 

@@ -10,12 +10,12 @@ public struct StageHarness<S: Stage> {
 
     /// Configures the stage from spec options, as a spec would.
     public init(_ type: S.Type, id: String = "stage", options: [String: JSONValue] = [:],
-                outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil) throws {
+                outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil, rateConversion: (any RateConversion)? = nil) throws {
         let base = baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         try validateOptions(options, against: S.options, path: "stages[0]", owner: S.kind)
         let configuration = try S.configure(StageOptions(stageID: id, path: "stages[0]", baseDirectory: base, values: options, specs: S.options))
         let logger = Logger(label: "voxpipe.test")
-        stage = try S(id: id, configuration: configuration, context: StageContext(logger: logger, specDirectory: base))
+        stage = try S(id: id, configuration: configuration, context: StageContext(logger: logger, specDirectory: base, rateConversion: rateConversion))
         self.outputDirectory = outputDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-harness-\(UUID().uuidString)")
         self.item = item ?? InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "item.wav", outputName: "item")
     }

@@ -2,16 +2,18 @@ internal import CSampleRate
 internal import CSoxr
 import VoxCore
 
-/// A streaming sample-rate converter over interleaved Float32 frames.
-protocol ResamplerEngine: AnyObject {
-    /// Converts one run of input frames; returns what the engine has ready.
-    func process(_ input: [Float]) throws -> [Float]
-    /// Returns what the engine still holds at end of input.
-    func flush() throws -> [Float]
+/// libsoxr at its high-quality recipe, for stages that convert rates on the side (a WAV
+/// writer's `rate`); the executable hands it to them through `StageContext`.
+public struct SoxrRateConversion: RateConversion {
+    public init() {}
+
+    public func converter(channels: Int, from inputRate: Int, to outputRate: Int) throws -> any RateConverter {
+        try SoxrEngine(inputRate: inputRate, outputRate: outputRate, channels: channels, recipe: .high)
+    }
 }
 
 /// libsoxr, at the given quality recipe.
-final class SoxrEngine: ResamplerEngine {
+final class SoxrEngine: RateConverter {
     private let soxr: soxr_t
     private let channels: Int
     private let ratio: Double
@@ -76,7 +78,7 @@ final class SoxrEngine: ResamplerEngine {
 }
 
 /// libsamplerate, with one of its converters.
-final class SampleRateEngine: ResamplerEngine {
+final class SampleRateEngine: RateConverter {
     private let state: OpaquePointer
     private let channels: Int
     private let ratio: Double

@@ -102,7 +102,7 @@ public struct ResampleStage: Stage {
 final class Converter {
     let input: AudioFormat
     let output: AudioFormat
-    private let engine: ResamplerEngine?
+    private let engine: (any RateConverter)?
     private var produced: Int64 = 0
     private var sentAny = false
 

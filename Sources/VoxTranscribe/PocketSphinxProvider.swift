@@ -4,8 +4,9 @@ import VoxCore
 
 /// Offline transcription with CMU PocketSphinx and, by default, Debian's packaged en-US models.
 /// Decoders are created once per worker (at most one per item in flight) and reused across
-/// chunks and files. Each chunk is decoded as one whole utterance, so the model's batch CMN is
-/// computed per chunk and no state carries from one file to the next.
+/// chunks and files. Audio is fed in 2048-sample blocks, as `pocketsphinx_continuous` does, so
+/// cepstral mean normalisation adapts live across an item's chunks; it is reset to the model's
+/// prior at the start of every item, so results never depend on which file a worker had before.
 public final class PocketSphinxProvider: TranscriptionProvider, @unchecked Sendable {
     public struct Settings: Sendable, Equatable {
         public var acousticModel: URL
@@ -52,7 +53,7 @@ public final class PocketSphinxProvider: TranscriptionProvider, @unchecked Senda
 
     public func beginItem() throws -> any TranscriptionSession {
         let decoder = try lock.withLock { idle.popLast() } ?? makeDecoder()
-        return Session(provider: self, decoder: decoder)
+        return Session(provider: self, decoder: decoder, reset: true)
     }
 
     private func makeDecoder() throws -> PocketSphinxDecoder {
@@ -67,9 +68,10 @@ public final class PocketSphinxProvider: TranscriptionProvider, @unchecked Senda
         let provider: PocketSphinxProvider
         var decoder: PocketSphinxDecoder?
 
-        init(provider: PocketSphinxProvider, decoder: PocketSphinxDecoder) {
+        init(provider: PocketSphinxProvider, decoder: PocketSphinxDecoder, reset: Bool) {
             self.provider = provider
             self.decoder = decoder
+            decoder.resetNormalisation()
         }
 
         func transcribe(_ chunk: AudioChunk) async throws -> Transcript {
@@ -90,6 +92,8 @@ public final class PocketSphinxProvider: TranscriptionProvider, @unchecked Senda
 final class PocketSphinxDecoder {
     private let ps: OpaquePointer
     private let frameRate: Double
+    /// The cepstral mean the model starts from (feat.params' -cmninit).
+    private var priorMean: [mfcc_t] = []
 
     init(settings: PocketSphinxProvider.Settings) throws {
         let arguments = ["-hmm", settings.acousticModel.path, "-lm", settings.languageModel.path, "-dict", settings.dictionary.path, "-logfn", "/dev/null"]
@@ -104,6 +108,16 @@ final class PocketSphinxDecoder {
         cmd_ln_free_r(config)
         self.ps = ps
         frameRate = Double(cmd_ln_int_r(ps_get_config(ps), "-frate"))
+        if let feat = ps_get_feat(ps), let cmn = feat.pointee.cmn_struct {
+            priorMean = [mfcc_t](repeating: 0, count: Int(cmn.pointee.veclen))
+            cmn_live_get(cmn, &priorMean)
+        }
+    }
+
+    /// Puts the live cepstral mean back to the model's prior: the start of a new item.
+    func resetNormalisation() {
+        guard !priorMean.isEmpty, let feat = ps_get_feat(ps), let cmn = feat.pointee.cmn_struct else { return }
+        cmn_live_set(cmn, priorMean)
     }
 
     deinit { ps_free(ps) }
@@ -115,7 +129,15 @@ final class PocketSphinxDecoder {
         }
         let pcm = chunk.samples.map { Int16(clamping: Int(($0 * 32767).rounded())) }
         guard ps_start_utt(ps) == 0 else { throw TranscribeError(.decodeFailed, "pocketsphinx could not start an utterance") }
-        let status = pcm.withUnsafeBufferPointer { ps_process_raw(ps, $0.baseAddress, $0.count, 0, 1) }
+        var status: Int32 = 0
+        pcm.withUnsafeBufferPointer { buffer in
+            var offset = 0
+            while offset < buffer.count && status >= 0 {
+                let n = min(2048, buffer.count - offset)
+                status = ps_process_raw(ps, buffer.baseAddress! + offset, n, 0, 0)
+                offset += n
+            }
+        }
         guard ps_end_utt(ps) == 0, status >= 0 else { throw TranscribeError(.decodeFailed, "pocketsphinx failed on this chunk") }
         let logmath = ps_get_logmath(ps)
         var words: [Word] = []

@@ -1,7 +1,9 @@
 import VoxChunk
 import VoxCore
 import VoxDecode
+import VoxReply
 import VoxResample
+import VoxSynthesize
 import VoxTranscribe
 import VoxWrite
 
@@ -12,7 +14,10 @@ func makeRegistry() -> StageRegistry {
         StageKind(ResampleStage.self),
         StageKind(ChunkStage.self),
         StageKind(TranscribeStage.self),
+        StageKind(ReplyStage.self),
+        StageKind(SynthesizeStage.self),
         StageKind(WriteWAVStage.self),
         StageKind(WriteTranscriptStage.self),
+        StageKind(WriteRepliesStage.self),
     ])
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import VoxCore
+import VoxResample
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -49,7 +50,7 @@ struct RunCommand: AsyncParsableCommand {
             let outputURL = URL(fileURLWithPath: output).standardizedFileURL
             let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion)
             let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger, force: force)
-            let context = StageContext(logger: logger, specDirectory: URL(fileURLWithPath: spec).deletingLastPathComponent())
+            let context = StageContext(logger: logger, specDirectory: URL(fileURLWithPath: spec).deletingLastPathComponent(), rateConversion: SoxrRateConversion())
 
             if dryRun {
                 printDryRun(plan: plan, items: items, ledger: ledger, shard: shard, total: all.count)

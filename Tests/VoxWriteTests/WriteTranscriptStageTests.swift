@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoxTestSupport
 import VoxCore
+import VoxResample
 @testable import VoxWrite
 
 @Suite struct WriteTranscriptStageTests {
@@ -66,5 +67,52 @@ import VoxCore
         let replies = [Reply(transcript: t, text: "gut"), Reply(transcript: t, text: "sehr gut")]
         _ = try await StageHarness(WriteTranscriptStage.self, id: "subs", options: ["formats": ["txt"]], outputDirectory: out).run(replies)
         #expect(try String(contentsOf: out.appendingPathComponent("item/subs.txt"), encoding: .utf8) == "wie geht es dir\n")
+    }
+}
+
+@Suite struct WriteRepliesAndRateTests {
+    func speech(index: Int, text: String) -> Speech {
+        let source = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: Double(index) * 4, end: Double(index) * 4 + 3, index: index, cut: .voice)
+        let transcript = Transcript(chunk: source, text: "turn \(index)", words: [], language: "de", provider: "test", model: nil)
+        let audio = AudioChunk(format: AudioFormat(sampleRate: 22050, channels: 1), samples: sine(rate: 22050, channels: 1, seconds: 0.5), start: source.start, end: source.start + 0.5, index: index, cut: .synthesized)
+        return Speech(audio: audio, reply: Reply(transcript: transcript, text: text))
+    }
+
+    @Test func repliesJSONUsesTheRESTFieldNamesAndEmbedsAudio() async throws {
+        let out = temporaryDirectory()
+        let harness = try StageHarness(WriteRepliesStage.self, id: "replies", options: ["embedAudio": true, "audioFrom": "speech"], outputDirectory: out)
+        _ = try await harness.run([speech(index: 0, text: "Hallo!"), speech(index: 2, text: "Gut!")])
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("item/replies.json"))) as? [String: Any]
+        #expect(object?["success"] as? Bool == true)
+        let turns = object?["turns"] as? [[String: Any]] ?? []
+        #expect(turns.count == 2)
+        #expect(turns[1]["transcription"] as? String == "turn 2")
+        #expect(turns[1]["reply"] as? String == "Gut!")
+        #expect(turns[1]["start"] as? Double == 8)
+        #expect(turns[1]["audioFile"] as? String == "speech-0003.wav")
+        let wav = Data(base64Encoded: turns[0]["audio"] as? String ?? "") ?? Data()
+        #expect(String(decoding: wav.prefix(4), as: UTF8.self) == "RIFF")
+        #expect(wav.count == 44 + 11025 * 2)
+    }
+
+    @Test func writeWAVConvertsSpeechToTheRateAsked() async throws {
+        let out = temporaryDirectory()
+        let harness = try StageHarness(WriteWAVStage.self, id: "speech", options: ["rate": 48000], outputDirectory: out, rateConversion: SoxrRateConversion())
+        let (artifacts, _) = try await harness.run([speech(index: 0, text: "x")])
+        #expect(artifacts.map(\.path) == ["item/speech-0001.wav"])
+        let (format, samples) = try await readAll(out.appendingPathComponent("item/speech-0001.wav"))
+        #expect(format == AudioFormat(sampleRate: 48000, channels: 1))
+        #expect(abs(samples.count - 24000) <= 1)
+        #expect(abs(rms(samples[2000..<22000]) - 0.3536) < 0.01)
+    }
+
+    @Test func writeWAVConvertsAStreamOfBlocksToo() async throws {
+        let out = temporaryDirectory()
+        let harness = try StageHarness(WriteWAVStage.self, id: "audio", options: ["rate": 16000], outputDirectory: out, rateConversion: SoxrRateConversion())
+        let input = blocks(sine(rate: 44100, channels: 2, seconds: 2), format: AudioFormat(sampleRate: 44100, channels: 2), blockFrames: 5000)
+        _ = try await harness.run(input)
+        let (format, samples) = try await readAll(out.appendingPathComponent("item/audio.wav"))
+        #expect(format == AudioFormat(sampleRate: 16000, channels: 2))
+        #expect(abs(samples.count / 2 - 32000) <= 1)
     }
 }

@@ -1,0 +1,27 @@
+import VoxCore
+
+/// One exchange of a conversation: what the learner said and what was answered.
+public struct ConversationTurn: Sendable, Equatable {
+    public var user: String
+    public var assistant: String
+
+    public init(user: String, assistant: String) {
+        self.user = user
+        self.assistant = assistant
+    }
+}
+
+/// A reply engine behind the `reply` stage. It gets the earlier turns of the same item (the
+/// conversation so far), which a chat model needs to remember the lesson.
+public protocol ReplyProvider: Sendable {
+    func prepare() async throws
+    /// The reply to one transcript, or nil for none.
+    func reply(to transcript: Transcript, history: [ConversationTurn]) async throws -> String?
+}
+
+/// Why replying failed.
+public struct ReplyError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

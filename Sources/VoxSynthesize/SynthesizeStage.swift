@@ -1,0 +1,144 @@
+import Foundation
+import Logging
+import VoxCore
+
+/// Why synthesis failed.
+public struct SynthesizeError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// A text-to-speech engine behind the `synthesize` stage.
+public protocol SpeechProvider: Sendable {
+    func prepare() async throws
+    /// Speech for `text`; an empty buffer when there was nothing it could say.
+    func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float])
+}
+
+/// espeak-ng, offline, in many languages (German included).
+public struct EspeakProvider: SpeechProvider {
+    public static let options: [OptionSpec] = [
+        OptionSpec("voice", .string, default: "en-us", help: "A language code (de, en-us, fr, …) or voice name; `espeak-ng --voices` lists them."),
+        OptionSpec("rate", .integer(80...450), default: 175, help: "Words per minute."),
+        OptionSpec("pitch", .integer(0...100), default: 50, help: "Base pitch, 0–100."),
+        OptionSpec("volume", .integer(0...200), default: 100, help: "Volume, 0–200 (100 is normal)."),
+    ]
+
+    /// Sentences are spoken one call at a time, so a very long reply never becomes one huge
+    /// utterance; a "sentence" longer than this is cut at the last space before it.
+    static let maxPiece = 600
+
+    let voice: EspeakEngine.Voice
+
+    public init(_ options: StageOptions) {
+        voice = EspeakEngine.Voice(name: options.string("voice") ?? "en-us", rate: options.int("rate") ?? 175,
+                                   pitch: options.int("pitch") ?? 50, volume: options.int("volume") ?? 100)
+    }
+
+    public func prepare() async throws {
+        guard try EspeakEngine.shared.hasVoice(voice.name) else {
+            throw VoxError(.unavailable, "espeak-ng has no voice \"\(voice.name)\"; list the voices with `espeak-ng --voices` (or `espeak-ng --voices=de` for one language)")
+        }
+    }
+
+    public func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float]) {
+        let rate = try EspeakEngine.shared.start()
+        var samples: [Float] = []
+        for piece in Self.pieces(text) {
+            let pcm = try EspeakEngine.shared.synthesize(piece, voice: voice)
+            samples.append(contentsOf: pcm.map { Float($0) / 32768 })
+        }
+        return (AudioFormat(sampleRate: rate, channels: 1), samples)
+    }
+
+    /// Splits text at sentence ends (. ! ? and line breaks), then long sentences at spaces.
+    static func pieces(_ text: String) -> [String] {
+        var sentences: [String] = []
+        var current = ""
+        for ch in text {
+            current.append(ch)
+            if ".!?\n".contains(ch) {
+                sentences.append(current)
+                current = ""
+            }
+        }
+        sentences.append(current)
+        var out: [String] = []
+        for sentence in sentences {
+            var rest = Substring(sentence.trimmingCharacters(in: .whitespacesAndNewlines))
+            while rest.count > maxPiece {
+                let limit = rest.index(rest.startIndex, offsetBy: maxPiece)
+                let cut = rest[..<limit].lastIndex(of: " ") ?? limit
+                out.append(String(rest[..<cut]))
+                rest = rest[cut...].drop { $0 == " " }
+            }
+            if !rest.isEmpty { out.append(String(rest)) }
+        }
+        return out
+    }
+}
+
+/// `synthesize`: Reply → Speech. Speaks each reply through the provider the spec names; the audio
+/// comes out at the engine's own rate (22.05 kHz mono for espeak-ng) and is numbered like the
+/// turn it answers. Replies with no sayable text give no speech.
+public struct SynthesizeStage: Stage {
+    public typealias Input = Reply
+    public typealias Output = Speech
+
+    public enum Provider: Sendable { case espeak(EspeakProvider) }
+
+    public struct Configuration: Sendable { public var provider: Provider }
+
+    public static let kind = "synthesize"
+    public static let summary = "Speaks each reply: espeak-ng (offline)."
+    public static let providers: [ProviderSpec] = [
+        ProviderSpec(name: "espeak-ng", summary: "eSpeak NG, offline; 22.05 kHz mono.", options: EspeakProvider.options),
+    ]
+    public static let options: [OptionSpec] = [
+        OptionSpec("provider", .provider(providers), default: ["name": "espeak-ng"], help: "The speech engine and its settings."),
+    ]
+
+    public static func configure(_ options: StageOptions) throws -> Configuration {
+        guard let (name, providerOptions) = options.provider() else { throw options.error("provider", "expected a provider block") }
+        switch name {
+        case "espeak-ng": return Configuration(provider: .espeak(EspeakProvider(providerOptions)))
+        default: throw options.error("provider", "unknown provider \"\(name)\"")
+        }
+    }
+
+    public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
+        switch configuration.provider {
+        case .espeak: StreamFormat(sampleRate: 22050, channels: 1)
+        }
+    }
+
+    public let id: String
+    let provider: any SpeechProvider
+    let logger: Logger
+
+    public init(id: String, configuration: Configuration, context: StageContext) {
+        self.id = id
+        logger = context.logger
+        switch configuration.provider {
+        case .espeak(let espeak): provider = espeak
+        }
+    }
+
+    public func prepare() async throws { try await provider.prepare() }
+
+    public func run(_ input: Inbox<Reply>, _ output: Outbox<Speech>, _ item: ItemContext) async throws {
+        for try await reply in input where !reply.text.allSatisfy(\.isWhitespace) {
+            let (format, samples) = try await provider.synthesize(reply.text)
+            guard !samples.isEmpty else {
+                item.logger.warning("nothing to say in a reply", metadata: ["stage.id": .string(id), "reply.index": .stringConvertible(reply.transcript.chunk.index)])
+                continue
+            }
+            let start = reply.transcript.chunk.start
+            let audio = AudioChunk(format: format, samples: samples, start: start, end: start + Double(samples.count) / Double(format.sampleRate),
+                                   index: reply.transcript.chunk.index, cut: .synthesized)
+            try await output.send(Speech(audio: audio, reply: reply))
+        }
+    }
+}
+

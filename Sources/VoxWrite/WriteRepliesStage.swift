@@ -1,0 +1,110 @@
+import Foundation
+import VoxCore
+
+/// `write-replies`: Speech | Reply → Artifact. Collects an item's turns and, at end of input,
+/// writes `<id>.json`: every turn with its start, end, transcription, reply and the spoken
+/// reply's file, in the field names the tutor bot's REST API answers with (`success`,
+/// `transcription`, `reply`, `audio`) so existing clients can read it. With `embedAudio`, each
+/// turn's `audio` is the spoken reply as a base64 16-bit WAV.
+public struct WriteRepliesStage: Stage {
+    public enum Input: StageInput {
+        case speech(Speech)
+        case reply(Reply)
+
+        public static let accepted: [PayloadType] = [.speech, .reply]
+
+        public init?(payload: any Payload) {
+            if let speech = payload.carried(Speech.self) {
+                self = .speech(speech)
+            } else if let reply = payload.carried(Reply.self) {
+                self = .reply(reply)
+            } else {
+                return nil
+            }
+        }
+    }
+
+    public typealias Output = Artifact
+
+    public struct Configuration: Sendable {
+        public var embedAudio: Bool
+        /// The id of the write-wav stage that writes the spoken replies, to name their files.
+        public var audioFrom: String?
+    }
+
+    public static let kind = "write-replies"
+    public static let summary = "Writes one JSON per item: every turn's times, transcription, reply and spoken reply."
+    public static let options: [OptionSpec] = [
+        OptionSpec("embedAudio", .boolean, default: false, help: "Put each spoken reply in the JSON as a base64 WAV (`audio`)."),
+        OptionSpec("audioFrom", .string, help: "Id of the write-wav stage writing the spoken replies; each turn then names its file (`audioFile`)."),
+    ]
+
+    public static func configure(_ options: StageOptions) throws -> Configuration {
+        Configuration(embedAudio: options.bool("embedAudio") ?? false, audioFrom: options.string("audioFrom"))
+    }
+
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { ["\(id).json"] }
+
+    public let id: String
+    public let configuration: Configuration
+
+    public init(id: String, configuration: Configuration, context: StageContext) {
+        self.id = id
+        self.configuration = configuration
+    }
+
+    struct Turn: Encodable {
+        var turn: Int
+        var success = true
+        var start: Double
+        var end: Double
+        var transcription: String
+        var reply: String
+        var audioFile: String?
+        var audio: String?
+    }
+
+    struct Document: Encodable {
+        var success = true
+        var input: String
+        var turns: [Turn]
+    }
+
+    public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        var turns: [Turn] = []
+        func r(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
+        for try await value in input {
+            let reply: Reply, speech: Speech?
+            switch value {
+            case .speech(let s): (reply, speech) = (s.reply, s)
+            case .reply(let rep): (reply, speech) = (rep, nil)
+            }
+            let chunk = reply.transcript.chunk
+            let file = speech != nil ? configuration.audioFrom.map { ItemOutputs.fileName(stageID: $0, index: chunk.index, ext: "wav") } : nil
+            let audio = configuration.embedAudio ? speech.map { WAVData.pcm16($0.audio).base64EncodedString() } : nil
+            turns.append(Turn(turn: turns.count + 1, start: r(chunk.start), end: r(chunk.end), transcription: reply.transcript.text, reply: reply.text, audioFile: file, audio: audio))
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(Document(input: item.item.relativePath, turns: turns))
+        let temp = try item.outputs.reserve(stageID: id, ext: "json")
+        try AtomicFile.writeFile(data + Data("\n".utf8), to: temp)
+        try await output.send(try item.outputs.artifact(for: temp))
+    }
+}
+
+/// A WAV file in memory: 16-bit PCM, canonical 44-byte header.
+enum WAVData {
+    static func pcm16(_ chunk: AudioChunk) -> Data {
+        func le32(_ v: UInt32) -> Data { withUnsafeBytes(of: v.littleEndian) { Data($0) } }
+        func le16(_ v: UInt16) -> Data { withUnsafeBytes(of: v.littleEndian) { Data($0) } }
+        let channels = UInt16(chunk.format.channels), rate = UInt32(chunk.format.sampleRate)
+        let dataBytes = UInt32(chunk.samples.count * 2)
+        var d = Data("RIFF".utf8) + le32(36 + dataBytes) + Data("WAVE".utf8)
+        d += Data("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate) + le32(rate * UInt32(channels) * 2) + le16(channels * 2) + le16(16)
+        d += Data("data".utf8) + le32(dataBytes)
+        var pcm = chunk.samples.map { Int16(clamping: Int(($0 * 32767).rounded())).littleEndian }
+        d += pcm.withUnsafeMutableBytes { Data($0) }
+        return d
+    }
+}
