@@ -20,11 +20,14 @@ test: setup
 
 demo: build-debug
 	@rm -rf $(DEMO_OUT)
-	$(DEBUG_BIN) validate Pipelines/resample-16k.json
-	$(DEBUG_BIN) run Pipelines/resample-16k.json Samples --output $(DEMO_OUT)
+	$(DEBUG_BIN) validate Pipelines/lesson-tutor.json
+	$(DEBUG_BIN) run Pipelines/lesson-tutor.json Samples --output $(DEMO_OUT)
 	@echo
-	@echo "demo outputs (16 kHz mono WAV, one folder per sample):"
-	@find $(DEMO_OUT) -type f -name '*.wav' | sort | sed 's/^/  /'
+	@echo "demo outputs (one folder per sample: subtitles, spoken replies at 48 kHz, replies.json):"
+	@find $(DEMO_OUT) -type f ! -name '.*' | sort | sed 's/^/  /'
+	@echo
+	@echo "$(DEMO_OUT)/speech-de-44k-stereo/replies.json:"
+	@cat $(DEMO_OUT)/speech-de-44k-stereo/replies.json
 
 bench: build
 	bench/bench.sh

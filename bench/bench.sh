@@ -165,3 +165,42 @@ for t in $(seq "$TRIALS"); do
   if [ "$(hashes "$kdir/out")" != "$ref" ] || find "$kdir/out" -name '.voxpipe-*' ! -name '*.lock' | grep -q .; then bad=$((bad + 1)); fi
 done
 echo "$TRIALS trials: $((TRIALS - bad)) identical, $bad differing"
+
+# --- replies and speech (issue 4) ------------------------------------------------------------
+echo
+echo "== espeak-ng synthesis of a 2,000-word text: voxpipe vs the espeak-ng command (target: within 10%)"
+S4=$W/speak; rm -rf "$S4"; mkdir -p "$S4/in"
+python3 - "$S4" <<'PY'
+import json, random, sys
+random.seed(4)
+words = "der die das und ich du wir lernen heute Deutsch sprechen langsam gut sehr schön Haus Schule Freund Stadt Zeit Morgen Abend essen trinken lesen schreiben".split()
+sentences, n = [], 0
+while n < 2000:
+    k = random.randint(6, 14); n += k
+    sentences.append(" ".join(random.choice(words) for _ in range(k)).capitalize() + ".")
+text = " ".join(sentences)
+open(f"{sys.argv[1]}/text.txt", "w").write(text)
+for name, fallback in (("long", text), ("short", "Ja.")):
+    json.dump({"rules": [], "fallback": [fallback]}, open(f"{sys.argv[1]}/{name}-rules.json", "w"), ensure_ascii=False)
+    json.dump({"stages": [{"id": "decode", "kind": "decode"}, {"id": "mono", "kind": "resample", "rate": 16000, "channels": 1},
+               {"id": "turns", "kind": "chunk", "mode": "window", "seconds": 30}, {"id": "asr", "kind": "transcribe"},
+               {"id": "say", "kind": "reply", "provider": {"name": "rules", "rules": f"{name}-rules.json"}},
+               {"id": "voice", "kind": "synthesize", "provider": {"name": "espeak-ng", "voice": "de"}},
+               {"id": "speech", "kind": "write-wav"}]}, open(f"{sys.argv[1]}/{name}.json", "w"))
+PY
+cp /usr/share/sounds/alsa/Front_Left.wav "$S4/in/turn.wav"
+long=$(measure "$BIN" run "$S4/long.json" "$S4/in" -o "$S4/o-long" --force)
+short=$(measure "$BIN" run "$S4/short.json" "$S4/in" -o "$S4/o-short" --force)
+cli=$(measure espeak-ng -v de -f "$S4/text.txt" -w "$S4/cli.wav")
+spoken=$(soxi -D "$S4/cli.wav")
+synth=$(awk "BEGIN{printf \"%.2f\", ${long% *} - ${short% *}}")
+echo "speech: ${spoken%.*} s; voxpipe ${synth}s of synthesis (whole run ${long% *}s minus the same run with a one-word reply ${short% *}s) = $(xrt "$spoken" "$synth") real time; espeak-ng ${cli% *}s = $(xrt "$spoken" "${cli% *}"); ratio $(ratio "$synth" "${cli% *}")"
+
+echo
+echo "== the lesson-tutor pipeline on a 10-minute recording"
+L4=$W/lesson; rm -rf "$L4"; mkdir -p "$L4/in"
+sox "$W/asr/long.wav" "$W/asr/long.wav" "$L4/in/lesson.wav"
+lesson=$(soxi -D "$L4/in/lesson.wav")
+t=$(measure "$BIN" run Pipelines/lesson-tutor.json "$L4/in" -o "$L4/out" --force)
+turns=$(python3 -c "import json;print(len(json.load(open('$L4/out/lesson/replies.json'))['turns']))")
+echo "${lesson%.*} s of lesson, $turns turns answered and spoken: ${t% *}s = $(xrt "$lesson" "${t% *}") real time, peak $(awk "BEGIN{printf \"%.0f\", ${t#* }/1024}") MB"

@@ -194,3 +194,48 @@ import VoxTestSupport
         #expect(try String(contentsOf: out.appendingPathComponent("tiny/transcript.txt"), encoding: .utf8) == "")
     }
 }
+
+@Suite struct LessonTutorCommandTests {
+    @Test func aRulesFileWithABadPatternExits65NamingFileEntryAndReason() throws {
+        let dir = temporaryDirectory()
+        try Data(#"{"rules": [{"pattern": "hallo", "replies": ["Hallo!"]}, {"pattern": "wie (geht", "replies": ["Gut."]}]}"#.utf8).write(to: dir.appendingPathComponent("rules.json"))
+        let spec = try writeSpec(#"""
+        {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
+        {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"},
+        {"id":"tutor","kind":"reply","provider":{"name":"rules","rules":"rules.json"}}]}
+        """#, in: dir)
+        let result = try voxpipe(["validate", spec.path])
+        #expect(result.status == 65)
+        #expect(result.stderr.hasPrefix("voxpipe: error: \(spec.path): \(dir.path)/rules.json: rules[1].pattern: invalid regular expression \"wie (geht\": "))
+        #expect(result.stderr.hasSuffix(" (stage 'tutor')\n"))
+    }
+
+    @Test func anUnknownVoiceExits69SayingHowToListVoices() throws {
+        let dir = temporaryDirectory()
+        let spec = try writeSpec(#"""
+        {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
+        {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"},
+        {"id":"tutor","kind":"reply","provider":{"name":"rules","rules":"\#(packageRoot.path)/Pipelines/tutor-rules.json"}},
+        {"id":"voice","kind":"synthesize","provider":{"name":"espeak-ng","voice":"tlh"}}]}
+        """#, in: dir)
+        let result = try voxpipe(["run", spec.path, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o", dir.appendingPathComponent("out").path])
+        #expect(result.status == 69)
+        #expect(result.stderr == "voxpipe: error: stage 'voice' (synthesize): espeak-ng has no voice \"tlh\"; list the voices with `espeak-ng --voices` (or `espeak-ng --voices=de` for one language)\n")
+    }
+
+    @Test func theLessonTutorPipelineAnswersEverySpokenTurn() throws {
+        let dir = temporaryDirectory()
+        let out = dir.appendingPathComponent("out")
+        let input = packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav")
+        let result = try voxpipe(["run", packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json").path, input.path, "-o", out.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let names = files(under: out.appendingPathComponent("speech-en-22k-mono"))
+        #expect(names.contains("speech-0001.wav"))
+        #expect(names.contains("subs.srt") && names.contains("replies.json"))
+        let replies = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("speech-en-22k-mono/replies.json"))) as? [String: Any]
+        let turns = replies?["turns"] as? [[String: Any]] ?? []
+        #expect(!turns.isEmpty)
+        #expect(turns.allSatisfy { ($0["reply"] as? String)?.isEmpty == false && $0["audioFile"] as? String != nil })
+        #expect(names.contains(turns[0]["audioFile"] as? String ?? "?"))
+    }
+}
