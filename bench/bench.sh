@@ -51,7 +51,7 @@ printf "%-6s %10s %10s %10s %12s %12s\n" format voxpipe sox ffmpeg "vs sox" "vs 
 for fmt in wav flac mp3; do
   in="$W/long10.$fmt"
   rm -rf "$W/o"
-  v=$(measure "$BIN" run "$SPEC" "$in" -o "$W/o" --jobs 1)
+  v=$(measure "$BIN" run "$SPEC" "$in" -o "$W/o" --jobs 1 --force)
   s=$(measure sox -V1 "$in" -r 16000 -c 1 -b 16 "$W/sox.wav")
   f=$(measure ffmpeg -v error -y -i "$in" -ar 16000 -ac 1 -c:a pcm_s16le "$W/ffmpeg.wav")
   vs=${v% *}; ss=${s% *}; fs=${f% *}
@@ -62,7 +62,7 @@ done
 echo
 echo "== engine libsamplerate (sinc-medium) vs a C program calling libsamplerate the same way (10 min WAV)"
 OLD=$REPS; REPS=1
-v=$(measure "$BIN" run "$W/lsr.json" "$W/long10.wav" -o "$W/o-lsr" --jobs 1)
+v=$(measure "$BIN" run "$W/lsr.json" "$W/long10.wav" -o "$W/o-lsr" --jobs 1 --force)
 c=$(measure "$W/src_convert" "$W/long10.wav" "$W/c.wav" 16000 1)
 REPS=$OLD
 echo "voxpipe ${v% *}s   C ${c% *}s   ratio $(ratio "${v% *}" "${c% *}") (target ≤ 1.10)"
@@ -70,15 +70,15 @@ echo "voxpipe ${v% *}s   C ${c% *}s   ratio $(ratio "${v% *}" "${c% *}") (target
 echo
 echo "== peak memory, 16 kHz mono from a 10- and a 60-minute WAV"
 rm -rf "$W/o"
-m10=$(measure "$BIN" run "$SPEC" "$W/long10.wav" -o "$W/o" --jobs 1)
+m10=$(measure "$BIN" run "$SPEC" "$W/long10.wav" -o "$W/o" --jobs 1 --force)
 rm -rf "$W/o"
-m60=$(measure "$BIN" run "$SPEC" "$W/long60.wav" -o "$W/o" --jobs 1)
+m60=$(measure "$BIN" run "$SPEC" "$W/long60.wav" -o "$W/o" --jobs 1 --force)
 echo "10 min: $(awk "BEGIN{printf \"%.1f\", ${m10#* }/1024}") MB in ${m10% *}s   60 min: $(awk "BEGIN{printf \"%.1f\", ${m60#* }/1024}") MB in ${m60% *}s   ratio $(ratio "${m60#* }" "${m10#* }") (target < 64 MB, ratio 0.9–1.1)"
 
 echo
 echo "== throughput over 8 files of 10 minutes: --jobs 2 vs --jobs 1"
-rm -rf "$W/o"; j1=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 1)
-rm -rf "$W/o"; j2=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 2)
+rm -rf "$W/o"; j1=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 1 --force)
+rm -rf "$W/o"; j2=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 2 --force)
 echo "jobs 1: ${j1% *}s   jobs 2: ${j2% *}s   speed-up $(ratio "${j1% *}" "${j2% *}")x (target ≥ 1.7 on 2 cores)"
 
 # --- transcription (issue 3) -----------------------------------------------------------------
@@ -122,13 +122,13 @@ reps=$(awk "BEGIN{print int(300 / $round)}")
 sox "$T/round.wav" "$T/long.wav" repeat "$reps"
 long=$(soxi -D "$T/long.wav")
 mkdir -p "$T/long"; cp "$T/long.wav" "$T/long/long.wav"
-rm -rf "$T/o"; v=$(measure "$BIN" run Pipelines/transcribe.json "$T/long/long.wav" -o "$T/o" --jobs 1)
+rm -rf "$T/o"; v=$(measure "$BIN" run Pipelines/transcribe.json "$T/long/long.wav" -o "$T/o" --jobs 1 --force)
 p=$(measure pocketsphinx_continuous -infile "$T/long.wav" -logfn /dev/null)
 printf "long file (%.0f s): voxpipe %ss (%s real time)   pocketsphinx_continuous %ss (%s)   ratio %s (target ≤ 1.05)\n" \
   "$long" "${v% *}" "$(xrt "$long" "${v% *}")" "${p% *}" "$(xrt "$long" "${p% *}")" "$(ratio "${v% *}" "${p% *}")"
 mkdir -p "$T/short"
 for k in $(seq 0 49); do sox "$T/long.wav" "$T/short/s$k.wav" trim $((k * 3)) 3; done
-rm -rf "$T/o"; v=$(measure "$BIN" run Pipelines/transcribe.json "$T/short" -o "$T/o" --jobs 1)
+rm -rf "$T/o"; v=$(measure "$BIN" run Pipelines/transcribe.json "$T/short" -o "$T/o" --jobs 1 --force)
 start=$(date +%s.%N)
 for f in "$T"/short/*.wav; do pocketsphinx_continuous -infile "$f" -logfn /dev/null >/dev/null 2>&1; done
 p=$(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $start}")
@@ -140,7 +140,7 @@ echo "== rerun of a finished job of 1,000 items (target: under 1 s; no audio dec
 B6=$W/batch; rm -rf "$B6"; mkdir -p "$B6/in"
 sox -n -r 16000 -c 1 -b 16 "$B6/one.wav" synth 0.5 sine 440
 for i in $(seq -w 1 1000); do d=$B6/in/d$((10#$i % 20)); mkdir -p "$d"; cp "$B6/one.wav" "$d/f$i.wav"; done
-first=$(measure "$BIN" run "$SPEC" "$B6/in" -o "$B6/out")
+first=$(measure "$BIN" run "$SPEC" "$B6/in" -o "$B6/out" --force)
 REPS_SAVED=$REPS; REPS=3
 again=$(measure "$BIN" run "$SPEC" "$B6/in" -o "$B6/out")
 REPS=$REPS_SAVED

@@ -9,8 +9,9 @@ public struct Plan: Sendable {
         public let id: String
         public let kind: StageKind
         public let configuration: any Sendable
-        /// The stage it reads from; nil for the root, which reads the input file.
-        public let parent: Int?
+        /// The stages it reads from (merged into one input); empty for the root, which reads the
+        /// input file.
+        public let parents: [Int]
         public internal(set) var children: [Int]
         public let inputType: PayloadType
         public internal(set) var inputFormat: StreamFormat
@@ -25,14 +26,18 @@ public struct Plan: Sendable {
     /// are part of every item key too.
     public let referencedFiles: [URL]
 
-    /// Nodes in an order where each comes after the one it reads from.
+    /// Nodes in an order where each comes after every stage it reads from.
     public var topologicalOrder: [Node] {
+        var waiting = nodes.map(\.parents.count)
+        var queue = nodes.filter(\.parents.isEmpty).map(\.index)
         var order: [Node] = []
-        var queue = nodes.filter { $0.parent == nil }
         while !queue.isEmpty {
-            let node = queue.removeFirst()
-            order.append(node)
-            queue.append(contentsOf: node.children.map { nodes[$0] })
+            let i = queue.removeFirst()
+            order.append(nodes[i])
+            for c in nodes[i].children {
+                waiting[c] -= 1
+                if waiting[c] == 0 { queue.append(c) }
+            }
         }
         return order
     }
@@ -50,8 +55,8 @@ public struct Plan: Sendable {
         let idWidth = order.map(\.id.count).max() ?? 0
         let kindWidth = order.map(\.kind.kind.count).max() ?? 0
         for node in order {
-            let from = node.parent.map { "from '\(nodes[$0].id)'" } ?? "from input file"
-            let types = "\(node.inputType) → \(node.kind.output)"
+            let from = node.parents.isEmpty ? "from input file" : "from " + node.parents.map { "'\(nodes[$0].id)'" }.joined(separator: " + ")
+            let types = "\(Set(node.parents.map { nodes[$0].kind.output }).count > 1 ? node.kind.inputDescription : node.inputType.rawValue) → \(node.kind.output)"
             var line = "  \(node.id.padding(toLength: idWidth, withPad: " ", startingAt: 0))  "
             line += "\(node.kind.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0))  "
             line += "\(types.padding(toLength: 26, withPad: " ", startingAt: 0))  \(from)"
@@ -111,7 +116,7 @@ public enum Planner {
         guard !stages.isEmpty else { throw VoxError(.invalidSpec, "stages: empty; a spec needs at least one stage") }
 
         // 1. Each stage's id, kind and options.
-        struct Parsed { var id: String; var kind: StageKind; var from: String?; var configuration: any Sendable }
+        struct Parsed { var id: String; var kind: StageKind; var from: [String]?; var configuration: any Sendable }
         var parsed: [Parsed] = []
         var referenced: [URL] = []
         var seen: [String: Int] = [:]
@@ -130,10 +135,15 @@ public enum Planner {
             guard let kind = registry[kindName] else {
                 throw VoxError(.invalidSpec, "\(path).kind: unknown kind \"\(kindName)\" (stage '\(id)'; known: \(registry.kinds.map(\.kind).joined(separator: ", ")))")
             }
-            var from: String?
+            var from: [String]?
             if let fromValue = object["from"] {
-                guard let f = fromValue.stringValue else { throw VoxError(.invalidSpec, "\(path).from: expected a stage id, got \(fromValue.typeDescription) (stage '\(id)')") }
-                from = f
+                if let f = fromValue.stringValue {
+                    from = [f]
+                } else if let list = fromValue.arrayValue, !list.isEmpty, list.allSatisfy({ $0.stringValue != nil }) {
+                    from = list.compactMap(\.stringValue)
+                } else {
+                    throw VoxError(.invalidSpec, "\(path).from: expected a stage id or a list of them, got \(fromValue.typeDescription) (stage '\(id)')")
+                }
             }
             let optionValues = object.filter { !stageKeys.contains($0.key) }
             let configuration: any Sendable
@@ -148,29 +158,34 @@ public enum Planner {
         }
 
         // 2. Edges: `from` defaults to the stage before; the first stage reads the input file.
-        var parents: [Int?] = []
+        var parents: [[Int]] = []
         for (i, stage) in parsed.enumerated() {
             if let from = stage.from {
-                guard let p = seen[from] else {
-                    throw VoxError(.invalidSpec, "stages[\(i)].from: no stage has the id \"\(from)\" (stage '\(stage.id)'; ids: \(parsed.map(\.id).joined(separator: ", ")))")
+                var list: [Int] = []
+                for name in from {
+                    guard let p = seen[name] else {
+                        throw VoxError(.invalidSpec, "stages[\(i)].from: no stage has the id \"\(name)\" (stage '\(stage.id)'; ids: \(parsed.map(\.id).joined(separator: ", ")))")
+                    }
+                    guard p != i else { throw VoxError(.invalidSpec, "stages[\(i)].from: stage '\(stage.id)' cannot read from itself") }
+                    if !list.contains(p) { list.append(p) }
                 }
-                guard p != i else { throw VoxError(.invalidSpec, "stages[\(i)].from: stage '\(stage.id)' cannot read from itself") }
-                parents.append(p)
+                parents.append(list)
             } else {
-                parents.append(i == 0 ? nil : i - 1)
+                parents.append(i == 0 ? [] : [i - 1])
             }
         }
         for i in parsed.indices {
-            var path = [i]
-            var current = parents[i]
-            while let p = current {
+            // A path back to i through the stages it reads from is a cycle.
+            var stack: [[Int]] = parents[i].map { [i, $0] }
+            var visited = Set<Int>()
+            while let path = stack.popLast() {
+                let p = path[path.count - 1]
                 if p == i {
-                    let cycle = (path + [i]).map { "'\(parsed[$0].id)'" }.joined(separator: " → ")
+                    let cycle = path.map { "'\(parsed[$0].id)'" }.joined(separator: " → ")
                     throw VoxError(.invalidSpec, "stages[\(i)].from: cycle \(cycle) (each stage reads from the next)")
                 }
-                if path.contains(p) { break }
-                path.append(p)
-                current = parents[p]
+                guard visited.insert(p).inserted else { continue }
+                stack.append(contentsOf: parents[p].map { path + [$0] })
             }
         }
 
@@ -178,36 +193,37 @@ public enum Planner {
         var nodes: [Plan.Node] = []
         for (i, stage) in parsed.enumerated() {
             let inputType: PayloadType
-            if let p = parents[i] {
-                let parent = parsed[p]
-                guard stage.kind.accepts(parent.kind.output) else {
-                    throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': \(stage.kind.kind) takes \(stage.kind.inputDescription) but '\(parent.id)' (\(parent.kind.kind)) gives \(parent.kind.output)")
+            if let first = parents[i].first {
+                for p in parents[i] {
+                    let parent = parsed[p]
+                    guard stage.kind.accepts(parent.kind.output) else {
+                        throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': \(stage.kind.kind) takes \(stage.kind.inputDescription) but '\(parent.id)' (\(parent.kind.kind)) gives \(parent.kind.output)")
+                    }
                 }
-                inputType = parent.kind.output
+                inputType = parsed[first].kind.output
             } else {
                 guard stage.kind.accepts(.inputFile) else {
                     throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': the first stage reads the input files, but \(stage.kind.kind) takes \(stage.kind.inputDescription); start with a decode stage")
                 }
                 inputType = .inputFile
             }
-            nodes.append(Plan.Node(index: i, id: stage.id, kind: stage.kind, configuration: stage.configuration, parent: parents[i], children: [],
+            nodes.append(Plan.Node(index: i, id: stage.id, kind: stage.kind, configuration: stage.configuration, parents: parents[i], children: [],
                                    inputType: inputType, inputFormat: .source, outputFormat: .source))
         }
-        for i in nodes.indices { if let p = parents[i] { nodes[p].children.append(i) } }
+        for i in nodes.indices { for p in parents[i] { nodes[p].children.append(i) } }
 
-        // 4. Stream formats, from the root down.
-        var queue = nodes.indices.filter { parents[$0] == nil }
-        while !queue.isEmpty {
-            let i = queue.removeFirst()
-            let input = parents[i].map { nodes[$0].outputFormat } ?? .source
+        // 4. Stream formats, from the roots down; a stage reading several takes its first's format.
+        let partial = Plan(name: "", nodes: nodes, canonicalSpec: Data(), referencedFiles: [])
+        for node in partial.topologicalOrder {
+            let i = node.index
+            let input = parents[i].first.map { nodes[$0].outputFormat } ?? .source
             nodes[i].inputFormat = input
             do {
                 nodes[i].outputFormat = try nodes[i].kind.outputFormat(nodes[i].configuration, input)
             } catch let error as PlanError {
-                let from = parents[i].map { "'\(nodes[$0].id)' (\(nodes[$0].kind.kind)) gives \(input)" } ?? "the input is \(input)"
+                let from = parents[i].first.map { "'\(nodes[$0].id)' (\(nodes[$0].kind.kind)) gives \(input)" } ?? "the input is \(input)"
                 throw VoxError(.invalidSpec, "stages[\(i)] '\(nodes[i].id)': \(error.message), but \(from)")
             }
-            queue.append(contentsOf: nodes[i].children)
         }
 
         var canonical = top

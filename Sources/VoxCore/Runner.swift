@@ -167,6 +167,8 @@ public struct Runner: Sendable {
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 let inboxes = plan.nodes.map { _ in PayloadChannel() }
+                // An inbox fed by several stages ends when the last of them ends.
+                let producers = ProducerCount(plan.nodes.map { max(1, $0.parents.count) })
                 for node in plan.nodes {
                     let stage = stages[node.index]
                     let inbox = inboxes[node.index]
@@ -174,7 +176,7 @@ public struct Runner: Sendable {
                     group.addTask {
                         do {
                             try await stage.run(input: inbox, output: downstream, sink: collector, item: context)
-                            for channel in downstream { channel.finish() }
+                            for child in node.children where producers.finished(child) { inboxes[child].finish() }
                             // A stage that stopped reading early must not leave its producer waiting.
                             for try await _ in inbox {}
                         } catch {
@@ -183,7 +185,7 @@ public struct Runner: Sendable {
                             throw failure
                         }
                     }
-                    if node.parent == nil {
+                    if node.parents.isEmpty {
                         group.addTask {
                             await inbox.send(item)
                             inbox.finish()
@@ -213,6 +215,22 @@ public struct Runner: Sendable {
         if let failure = error as? StageFailure { return failure }
         if error is CancellationError { return StageFailure(stageID: node.id, kind: node.kind.kind, reason: "cancelled") }
         return StageFailure(stageID: node.id, kind: node.kind.kind, reason: describe(error))
+    }
+}
+
+/// How many stages still feed each inbox.
+final class ProducerCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var remaining: [Int]
+
+    init(_ counts: [Int]) { remaining = counts }
+
+    /// One producer of `index` ended; true when it was the last.
+    func finished(_ index: Int) -> Bool {
+        lock.withLock {
+            remaining[index] -= 1
+            return remaining[index] == 0
+        }
     }
 }
 

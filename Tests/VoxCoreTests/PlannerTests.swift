@@ -12,7 +12,7 @@ import VoxTestSupport
         let p = try plan(#"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain"},{"id":"w","kind":"sum-writer"},{"id":"w2","kind":"sum-writer","from":"src"}]}"#)
         #expect(p.nodes.map(\.id) == ["src", "g", "w", "w2"])
         #expect(p.nodes[0].children == [1, 3])
-        #expect(p.nodes[2].parent == 1)
+        #expect(p.nodes[2].parents == [1])
         #expect(p.nodes[1].outputFormat == .source)
     }
 

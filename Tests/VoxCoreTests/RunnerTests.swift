@@ -102,3 +102,21 @@ import VoxTestSupport
         #expect(throws: VoxError.self) { try InputListing.collect([root.appendingPathComponent("x/a.wav").path, root.appendingPathComponent("y/a.wav").path]) }
     }
 }
+
+@Suite struct FanInTests {
+    @Test func aStageReadingSeveralStagesGetsAllTheirOutputsAndEndsAfterTheLast() async throws {
+        let out = temporaryDirectory()
+        let plan = try plan(#"{"stages":[{"id":"src","kind":"tone","blocks":4},{"id":"g","kind":"gain","factor":3},{"id":"c","kind":"chunker","from":"src"},{"id":"w","kind":"sum-writer","from":["g","c"]}]}"#)
+        #expect(plan.nodes[3].parents == [1, 2])
+        #expect(plan.describe().contains("from 'g' + 'c'"))
+        let runner = try await Runner.prepare(plan, options: RunOptions(outputDirectory: out, jobs: 1), context: StageContext(logger: .init(label: "t"), specDirectory: out))
+        let results = await runner.run([InputFile(url: URL(fileURLWithPath: "/x/a.wav"), relativePath: "a.wav", outputName: "a")])
+        #expect(results.map(\.status) == [.done])
+        // 4 blocks of 100 × 0.5: 200 through the gain (×3 = 600) plus 200 as chunks.
+        #expect(try String(contentsOf: out.appendingPathComponent("a/w.txt"), encoding: .utf8) == "800.0")
+    }
+
+    @Test func aCycleThroughSeveralParentsIsFound() throws {
+        #expect(throws: VoxError.self) { try plan(#"{"stages":[{"id":"src","kind":"tone"},{"id":"a","kind":"gain","from":["src","b"]},{"id":"b","kind":"gain","from":"a"}]}"#) }
+    }
+}
