@@ -30,7 +30,7 @@ let package = Package(
             .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "VoxDecode", dependencies: ["VoxCore", "CSndFile"]),
+        .target(name: "VoxDecode", dependencies: ["VoxCore", "CSndFile", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxChunk", dependencies: ["VoxCore"]),
         .target(name: "VoxTranscribe", dependencies: ["VoxCore", "CPocketSphinx"]),

@@ -20,3 +20,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# The independent BagIt validator the evidence tests check bags with (PyPI's `bagit`).
+if ! python3 -c "import bagit" 2>/dev/null; then
+  echo "setup: installing the bagit Python package" >&2
+  python3 -m pip install -q bagit 2>/dev/null || python3 -m pip install -q --break-system-packages bagit
+fi

@@ -58,6 +58,10 @@ public struct ChunkStage: Stage {
         return Configuration(mode: mode, seconds: seconds, overlap: overlap, voice: voice)
     }
 
+    public static func demand(_ configuration: Configuration) -> StreamDemand {
+        configuration.mode == .tail ? .tail(configuration.seconds) : .whole
+    }
+
     public let id: String
     public let configuration: Configuration
 

@@ -66,6 +66,37 @@ public final class ItemOutputs: @unchecked Sendable {
         return Artifact(path: relativePath(final), bytes: bytes, sha256: hex)
     }
 
+    /// Every file under a finished temporary folder (an evidence bag) as artifacts at their
+    /// final paths, sorted.
+    public func artifacts(forDirectory temp: URL) throws -> [Artifact] {
+        guard let final = lock.withLock({ pending.first(where: { $0.temp == temp })?.final }) else {
+            throw VoxError(.internal, "\(temp.path) was not reserved")
+        }
+        guard let enumerator = FileManager.default.enumerator(at: temp, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }
+        let base = temp.standardizedFileURL.path + "/"
+        var out: [Artifact] = []
+        for case let url as URL in enumerator where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
+            let inner = String(url.standardizedFileURL.path.dropFirst(base.count))
+            let (hex, bytes) = try Digest.hexOfFile(at: url)
+            out.append(Artifact(path: relativePath(final.appendingPathComponent(inner)), bytes: bytes, sha256: hex))
+        }
+        return out.sorted { $0.path < $1.path }
+    }
+
+    /// Where an artifact of this item is now: under its temporary name until the item is
+    /// committed. Nil for a path this item did not reserve.
+    public func currentURL(ofArtifact path: String) -> URL? {
+        let target = root.appendingPathComponent(path).standardizedFileURL.path
+        return lock.withLock {
+            for (temp, final) in pending {
+                let finalPath = final.standardizedFileURL.path
+                if target == finalPath { return temp }
+                if target.hasPrefix(finalPath + "/") { return temp.appendingPathComponent(String(target.dropFirst(finalPath.count + 1))) }
+            }
+            return nil
+        }
+    }
+
     func relativePath(_ url: URL) -> String {
         let base = root.standardizedFileURL.path
         let path = url.standardizedFileURL.path

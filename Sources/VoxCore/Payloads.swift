@@ -52,9 +52,26 @@ public struct AudioFormat: Sendable, Hashable, Codable, CustomStringConvertible 
     public var description: String { "\(sampleRate) Hz, \(channels) ch" }
 }
 
-/// One audio file to process: the unit of work ("item").
+/// One audio file to process: the unit of work ("item"), or one track (seat) of it.
 public struct InputFile: Payload, Hashable {
     public static let payloadType = PayloadType.inputFile
+
+    /// One channel of a multi-channel upload, processed as an item of its own.
+    public struct Track: Sendable, Hashable, Codable {
+        /// 0-based channel index in the file.
+        public var channel: Int
+        /// Folder name: `seat<N>-<user>` from the report's seat map, else `channel<N>`.
+        public var name: String
+        /// The user on that seat, when the report names one.
+        public var user: String?
+
+        public init(channel: Int, name: String, user: String?) {
+            self.channel = channel
+            self.name = name
+            self.user = user
+        }
+    }
+
     /// Where the file is.
     public var url: URL
     /// Its path relative to the INPUT root it was found under (the file name for a file given
@@ -63,11 +80,65 @@ public struct InputFile: Payload, Hashable {
     /// The item's output folder, relative to the output directory: the relative path without its
     /// extension, or with it where two inputs would otherwise share a folder.
     public var outputName: String
+    /// The track this item is, when its upload is split per channel.
+    public var track: Track?
 
-    public init(url: URL, relativePath: String, outputName: String) {
+    public init(url: URL, relativePath: String, outputName: String, track: Track? = nil) {
         self.url = url
         self.relativePath = relativePath
         self.outputName = outputName
+        self.track = track
+    }
+
+    /// This file's item for one track: same input, its own output folder.
+    public func forTrack(_ track: Track) -> InputFile {
+        InputFile(url: url, relativePath: relativePath, outputName: "\(outputName)/\(track.name)", track: track)
+    }
+
+    /// `path` or `path#track` for messages and reports.
+    public var displayName: String { track.map { "\(relativePath)#\($0.name)" } ?? relativePath }
+
+    /// The report sidecar's place: `X.json` beside `X.<ext>`.
+    public var sidecarURL: URL { url.deletingPathExtension().appendingPathExtension("json") }
+}
+
+/// What a moderation upload's sidecar (`X.json` beside `X.<ext>`) says about the report. Every
+/// field it has is kept (`fields`) and flows into evidence; these are the ones voxpipe reads.
+public struct ReportSidecar: Sendable, Equatable {
+    public var fields: [String: JSONValue]
+
+    public var reportID: String? { fields["reportId"]?.stringValue }
+    public var reportedUser: String? { fields["reportedUser"]?.stringValue }
+    public var reportedAt: String? { fields["reportedAt"]?.stringValue }
+
+    /// Channel index → user: `"seats": {"0": "alice", "3": "bob"}` or `"seats": ["alice", "bob"]`.
+    public var seats: [Int: String] {
+        switch fields["seats"] {
+        case .object(let map)?:
+            return Dictionary(uniqueKeysWithValues: map.compactMap { key, value in Int(key).flatMap { k in value.stringValue.map { (k, $0) } } })
+        case .array(let list)?:
+            return Dictionary(uniqueKeysWithValues: list.enumerated().compactMap { i, value in value.stringValue.map { (i, $0) } })
+        default:
+            return [:]
+        }
+    }
+
+    /// Reads and checks a sidecar; throws with the reason when it is not a report.
+    public static func load(_ url: URL) throws -> ReportSidecar {
+        guard let data = FileManager.default.contents(atPath: url.path) else { throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is missing") }
+        guard let value = try? JSONValue.parse(data), let object = value.objectValue else {
+            throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is not a JSON object")
+        }
+        for key in ["reportId", "reportedUser", "reporter", "channel", "room", "reportedAt"] {
+            guard let v = object[key] else { continue }
+            guard v.stringValue != nil || v.numberValue != nil else {
+                throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(key) should be a string, got \(v.typeDescription)")
+            }
+        }
+        if let seats = object["seats"], seats.objectValue == nil && seats.arrayValue == nil {
+            throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): seats should map channel numbers to users, got \(seats.typeDescription)")
+        }
+        return ReportSidecar(fields: object)
     }
 }
 

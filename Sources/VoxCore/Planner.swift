@@ -25,6 +25,8 @@ public struct Plan: Sendable {
     /// Files the spec's path options name (given or default): rules, models. Their contents
     /// are part of every item key too.
     public let referencedFiles: [URL]
+    /// The spec as a value (canonical: no `$schema`, no `description`).
+    public let spec: JSONValue
 
     /// Nodes in an order where each comes after every stage it reads from.
     public var topologicalOrder: [Node] {
@@ -40,6 +42,30 @@ public struct Plan: Sendable {
             }
         }
         return order
+    }
+
+    /// The items a file becomes: one per track when the stage reading files splits it, else
+    /// the file itself. Reads at most the file's header and report sidecar.
+    public func expand(_ item: InputFile) throws -> [InputFile] {
+        guard let root = nodes.first(where: \.parents.isEmpty),
+              let tracks = try root.kind.tracks(root.configuration, item) else { return [item] }
+        return tracks.map(item.forTrack)
+    }
+
+    /// How many seconds at the end of `node`'s output are all that any stage downstream needs;
+    /// nil when something needs the whole stream.
+    public func lookback(after index: Int) -> Double? {
+        var needed = 0.0
+        for child in nodes[index].children {
+            switch nodes[child].kind.demand(nodes[child].configuration) {
+            case .whole: return nil
+            case .tail(let seconds): needed = max(needed, seconds)
+            case .passThrough:
+                guard !nodes[child].children.isEmpty, let more = lookback(after: child) else { return nil }
+                needed = max(needed, more)
+            }
+        }
+        return nodes[index].children.isEmpty ? nil : needed
     }
 
     /// The files each item's folder will hold, by name (`NNNN` where a stage numbers them).
@@ -213,7 +239,7 @@ public enum Planner {
         for i in nodes.indices { for p in parents[i] { nodes[p].children.append(i) } }
 
         // 4. Stream formats, from the roots down; a stage reading several takes its first's format.
-        let partial = Plan(name: "", nodes: nodes, canonicalSpec: Data(), referencedFiles: [])
+        let partial = Plan(name: "", nodes: nodes, canonicalSpec: Data(), referencedFiles: [], spec: .null)
         for node in partial.topologicalOrder {
             let i = node.index
             let input = parents[i].first.map { nodes[$0].outputFormat } ?? .source
@@ -230,7 +256,7 @@ public enum Planner {
         canonical.removeValue(forKey: "$schema")
         canonical.removeValue(forKey: "description")
         return Plan(name: top["name"]?.stringValue ?? defaultName, nodes: nodes, canonicalSpec: JSONValue.object(canonical).canonicalData(),
-                    referencedFiles: Array(Set(referenced)))
+                    referencedFiles: Array(Set(referenced)), spec: .object(canonical))
     }
 
     /// The paths that path options (in provider blocks too) name or default to.

@@ -40,6 +40,8 @@ public struct ItemResult: Sendable {
 public enum RunEvent: Sendable {
     case started(total: Int)
     case itemStarted(InputFile)
+    /// An item split into this many tracks, each finishing on its own.
+    case itemSplit(InputFile, tracks: Int)
     case itemFinished(ItemResult)
     case warning(String)
 }
@@ -49,16 +51,30 @@ public protocol RunObserver: Sendable {
     func handle(_ event: RunEvent)
 }
 
-/// Per-item facts stages report (the decoder knows the input's duration).
+/// Per-item facts a stage learns and later stages read: the input's duration and format (from
+/// the decoder) and the report sidecar. Set before the stage sends anything downstream.
 public final class ItemStats: @unchecked Sendable {
     private let lock = NSLock()
     private var _audioSeconds: Double?
+    private var _report: ReportSidecar?
+    private var _sourceFormat: AudioFormat?
 
     public init() {}
 
     public var audioSeconds: Double? {
         get { lock.withLock { _audioSeconds } }
         set { lock.withLock { _audioSeconds = newValue } }
+    }
+
+    public var report: ReportSidecar? {
+        get { lock.withLock { _report } }
+        set { lock.withLock { _report = newValue } }
+    }
+
+    /// The source file's own rate and channel count.
+    public var sourceFormat: AudioFormat? {
+        get { lock.withLock { _sourceFormat } }
+        set { lock.withLock { _sourceFormat = newValue } }
     }
 }
 
@@ -93,7 +109,9 @@ public struct Runner: Sendable {
         var stages: [any StageRunner] = []
         for node in plan.nodes {
             do {
-                let stage = try node.kind.instantiate(node.id, node.configuration, context)
+                var nodeContext = context
+                nodeContext.lookback = plan.lookback(after: node.index)
+                let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
                 try await stage.prepare()
                 stages.append(stage)
             } catch let error as VoxError {
@@ -106,24 +124,45 @@ public struct Runner: Sendable {
     /// Runs every item and returns their results in input order.
     public func run(_ items: [InputFile], observer: (any RunObserver)? = nil) async -> [ItemResult] {
         observer?.handle(.started(total: items.count))
-        var results = [ItemResult?](repeating: nil, count: items.count)
-        await withTaskGroup(of: (Int, ItemResult).self) { group in
+        var perItem = [[ItemResult]?](repeating: nil, count: items.count)
+        await withTaskGroup(of: (Int, [ItemResult]).self) { group in
             var next = 0
             func startNext() {
                 guard next < items.count, !Task.isCancelled else { return }
                 let index = next
                 next += 1
                 observer?.handle(.itemStarted(items[index]))
-                group.addTask { (index, await process(items[index])) }
+                group.addTask { (index, await processSplitting(items[index], observer: observer)) }
             }
             for _ in 0..<min(options.jobs, items.count) { startNext() }
-            while let (index, result) = await group.next() {
-                results[index] = result
-                observer?.handle(.itemFinished(result))
+            while let (index, itemResults) = await group.next() {
+                perItem[index] = itemResults
                 startNext()
             }
         }
-        return results.compactMap { $0 }
+        return perItem.compactMap { $0 }.flatMap { $0 }
+    }
+
+    /// Runs a file: each of its tracks in turn when the plan splits it, else the file itself.
+    func processSplitting(_ item: InputFile, observer: (any RunObserver)?) async -> [ItemResult] {
+        let parts: [InputFile]
+        do {
+            parts = try plan.expand(item)
+        } catch {
+            let root = plan.nodes.first { $0.parents.isEmpty }
+            let result = ItemResult(item: item, status: .failed, failure: Self.failure(error, node: root ?? plan.nodes[0]))
+            observer?.handle(.itemFinished(result))
+            return [result]
+        }
+        if parts.count != 1 || parts.first?.track != nil { observer?.handle(.itemSplit(item, tracks: parts.count)) }
+        var results: [ItemResult] = []
+        for part in parts {
+            guard !Task.isCancelled else { break }
+            let result = await process(part)
+            observer?.handle(.itemFinished(result))
+            results.append(result)
+        }
+        return results
     }
 
     /// Whether the ledger would run or skip each item, and why; runs nothing, writes nothing.
@@ -157,7 +196,7 @@ public struct Runner: Sendable {
             }
         }
         var itemLogger = logger
-        itemLogger[metadataKey: "item.path"] = .string(item.relativePath)
+        itemLogger[metadataKey: "item.path"] = .string(item.displayName)
         let context = ItemContext(item: item, outputs: outputs, logger: itemLogger)
         let collector = ArtifactCollector()
         func elapsed() -> Double {

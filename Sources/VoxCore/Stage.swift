@@ -33,6 +33,14 @@ public protocol Stage: Sendable {
     /// `turn-NNNN.wav`), for `--dry-run`; empty for stages that write none.
     static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String]
 
+    /// For a stage that reads input files: the tracks (channels) an item splits into, each then
+    /// run as an item of its own; nil to take the file whole. The default takes it whole.
+    static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]?
+
+    /// How much of its input stream the stage needs (a tail chunker only the last N seconds),
+    /// so the decoder can seek instead of decoding what nothing will use.
+    static func demand(_ configuration: Configuration) -> StreamDemand
+
     init(id: String, configuration: Configuration, context: StageContext) throws
 
     /// Checks resources before any data flows: files present, engines loadable, endpoints
@@ -48,6 +56,18 @@ extension Stage {
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat { input }
     public func prepare() async throws {}
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { [] }
+    public static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]? { nil }
+    public static func demand(_ configuration: Configuration) -> StreamDemand { .whole }
+}
+
+/// How much of a stream a stage needs.
+public enum StreamDemand: Sendable, Equatable {
+    /// All of it.
+    case whole
+    /// Only the last `seconds`.
+    case tail(Double)
+    /// What the stages it feeds need (a resampler).
+    case passThrough
 }
 
 /// A type a stage can take as input: one payload type, or an enum over several (a WAV writer
@@ -114,11 +134,23 @@ public struct StageContext: Sendable {
     public var specDirectory: URL
     /// Sample-rate conversion for stages that need it without being resamplers.
     public var rateConversion: (any RateConversion)?
+    /// Set by the runner for a stage whose output only matters in its last N seconds.
+    public var lookback: Double?
+    /// The spec as loaded (canonical form) and its fingerprint, for provenance records.
+    public var spec: JSONValue?
+    public var specFingerprint: String?
+    /// Library versions by name, for provenance records.
+    public var versions: [String: String]
 
-    public init(logger: Logger, specDirectory: URL, rateConversion: (any RateConversion)? = nil) {
+    public init(logger: Logger, specDirectory: URL, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
+                spec: JSONValue? = nil, specFingerprint: String? = nil, versions: [String: String] = [:]) {
         self.logger = logger
         self.specDirectory = specDirectory
         self.rateConversion = rateConversion
+        self.lookback = lookback
+        self.spec = spec
+        self.specFingerprint = specFingerprint
+        self.versions = versions
     }
 }
 

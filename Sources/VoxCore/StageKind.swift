@@ -12,6 +12,8 @@ public struct StageKind: Sendable {
     let outputFormat: @Sendable (any Sendable, StreamFormat) throws -> StreamFormat
     let instantiate: @Sendable (String, any Sendable, StageContext) throws -> any StageRunner
     let plannedOutputs: @Sendable (any Sendable, String, PayloadType) -> [String]
+    let tracks: @Sendable (any Sendable, InputFile) throws -> [InputFile.Track]?
+    let demand: @Sendable (any Sendable) -> StreamDemand
 
     public init<S: Stage>(_ type: S.Type) {
         kind = S.kind
@@ -24,6 +26,11 @@ public struct StageKind: Sendable {
             guard let c = configuration as? S.Configuration else { throw VoxError(.internal, "configuration type mismatch for \(S.kind)") }
             return try S.outputFormat(c, input: input)
         }
+        tracks = { configuration, item in
+            guard let c = configuration as? S.Configuration else { return nil }
+            return try S.tracks(c, for: item)
+        }
+        demand = { configuration in (configuration as? S.Configuration).map(S.demand) ?? .whole }
         plannedOutputs = { configuration, id, input in
             (configuration as? S.Configuration).map { S.plannedOutputs($0, id: id, input: input) } ?? []
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import VoxCore
 
 /// `decode`: InputFile → AudioBlock. Reads the file with libsndfile in fixed-size blocks (never
@@ -19,6 +20,21 @@ public struct DecodeStage: Stage {
         public var maxHours: Double
         /// Whether to try ffmpeg for formats libsndfile cannot read.
         public var ffmpegFallback: Bool
+        /// One item per channel (seat) instead of the file whole.
+        public var split: Bool
+        /// With split: only the seats of the reported user.
+        public var reportedSeatsOnly: Bool
+        public var sidecar: SidecarPolicy
+    }
+
+    /// Whether an upload's report sidecar (`X.json` beside `X.<ext>`) must be there.
+    public enum SidecarPolicy: String, Sendable, CaseIterable {
+        /// Read when present and well formed; a bad one is logged and ignored.
+        case optional
+        /// Missing or malformed fails the item.
+        case required
+        /// Never read.
+        case ignore
     }
 
     public static let kind = "decode"
@@ -28,29 +44,101 @@ public struct DecodeStage: Stage {
         OptionSpec("maxChannels", .integer(1...1024), default: 64, help: "Files with more channels fail (a guard against corrupt headers)."),
         OptionSpec("maxHours", .number(0.001...1000), default: 48, help: "Files declaring longer audio fail."),
         OptionSpec("fallback", .choice(["ffmpeg", "none"]), default: "ffmpeg", help: "Decoder for formats libsndfile cannot read (m4a/AAC, webm)."),
+        OptionSpec("channels", .choice(["keep", "split"]), default: "keep", help: "split: one item per channel (seat), named from the report's seat map; later stages and outputs run per track."),
+        OptionSpec("seats", .choice(["all", "reported"]), default: "all", help: "With split: every seat, or only the reported user's."),
+        OptionSpec("sidecar", .choice(SidecarPolicy.allCases.map(\.rawValue)), default: "optional", help: "The upload's report sidecar X.json: optional, required (missing or malformed fails the item) or ignore."),
     ]
+
+    /// The decoding library's version, for provenance records.
+    public static var libraryVersions: [String: String] { ["libsndfile": SndFileReader.version] }
 
     /// The sample rates a decoder accepts from a header.
     public static let sampleRates = 1...768_000
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(blockFrames: options.int("blockFrames") ?? 65536, maxChannels: options.int("maxChannels") ?? 64,
-                      maxHours: options.double("maxHours") ?? 48, ffmpegFallback: options.string("fallback") != "none")
+        let split = options.string("channels") == "split"
+        if !split && options.isSet("seats") { throw options.error("seats", "applies with \"channels\": \"split\" only") }
+        return Configuration(blockFrames: options.int("blockFrames") ?? 65536, maxChannels: options.int("maxChannels") ?? 64,
+                             maxHours: options.double("maxHours") ?? 48, ffmpegFallback: options.string("fallback") != "none",
+                             split: split, reportedSeatsOnly: options.string("seats") == "reported",
+                             sidecar: options.choice("sidecar", as: SidecarPolicy.self) ?? .optional)
+    }
+
+    /// With `channels: split`, one track per channel, named `seat<N>-<user>` from the sidecar's
+    /// seat map (`channel<N>` where it names nobody); with `seats: reported`, only the
+    /// reported user's.
+    public static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]? {
+        guard configuration.split else { return nil }
+        let report = try loadSidecar(for: item, policy: configuration.sidecar, logger: nil)
+        let channels = try probeChannels(item.url, ffmpegFallback: configuration.ffmpegFallback)
+        guard (1...configuration.maxChannels).contains(channels) else {
+            throw DecodeError(.outOfBounds, "\(channels) channels is outside 1…maxChannels (\(configuration.maxChannels))")
+        }
+        let seats = report?.seats ?? [:]
+        var tracks = (0..<channels).map { c in
+            InputFile.Track(channel: c, name: seats[c].map { "seat\(c)-\(safeName($0))" } ?? "channel\(c)", user: seats[c])
+        }
+        if configuration.reportedSeatsOnly {
+            guard let user = report?.reportedUser else { throw DecodeError(.unreadable, "seats \"reported\" needs a report sidecar naming the reportedUser") }
+            tracks = tracks.filter { $0.user == user }
+            guard !tracks.isEmpty else { throw DecodeError(.unreadable, "the report names \(user), but no seat of the seat map is theirs") }
+        }
+        return tracks
+    }
+
+    /// A user id as a folder-name part: letters, digits, '.', '-', '_' kept, the rest '_'.
+    static func safeName(_ s: String) -> String {
+        String(s.unicodeScalars.map { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) ? Character($0) : "_" })
+    }
+
+    static func loadSidecar(for item: InputFile, policy: SidecarPolicy, logger: Logger?) throws -> ReportSidecar? {
+        switch policy {
+        case .ignore:
+            return nil
+        case .required:
+            return try ReportSidecar.load(item.sidecarURL)
+        case .optional:
+            guard FileManager.default.fileExists(atPath: item.sidecarURL.path) else { return nil }
+            do {
+                return try ReportSidecar.load(item.sidecarURL)
+            } catch {
+                logger?.warning("ignoring a malformed report sidecar: \(describe(error))", metadata: ["item.path": .string(item.relativePath)])
+                return nil
+            }
+        }
+    }
+
+    static func probeChannels(_ url: URL, ffmpegFallback: Bool) throws -> Int {
+        if let reader = try? SndFileReader(url: url) { return reader.format.channels }
+        guard ffmpegFallback, let tools = FFmpegReader.tools() else { throw DecodeError(.unreadable, "libsndfile cannot read this file, and ffmpeg is not there to try") }
+        return try FFmpegReader.probe(url: url, ffprobe: tools.ffprobe).format.channels
     }
 
     public let id: String
     public let configuration: Configuration
+    /// Only the last this-many seconds of the stream matter downstream (set by the plan).
+    let lookback: Double?
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
         self.configuration = configuration
+        lookback = context.lookback
     }
 
     public func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
         for try await file in input {
+            if configuration.split && file.track == nil {
+                throw DecodeError(.unreadable, "channels \"split\" needs the item's tracks (run it through the runner)")
+            }
+            item.stats.report = try Self.loadSidecar(for: file, policy: configuration.sidecar, logger: item.logger)
             try await decode(file, into: output, stats: item.stats)
         }
     }
+
+    /// Seconds of extra audio decoded before a tail window, so resampler filters have settled
+    /// by the window's start; the seek lands on a whole second, so every integer output rate
+    /// keeps the same sample grid as a decode from the start.
+    static let seekMargin = 2.0
 
     func decode(_ file: InputFile, into output: Outbox<AudioBlock>, stats: ItemStats) async throws {
         let size = (try? FileManager.default.attributesOfItem(atPath: file.url.path)[.size] as? NSNumber)?.int64Value
@@ -59,20 +147,43 @@ public struct DecodeStage: Stage {
 
         let source = try open(file.url)
         try check(source.format, frames: source.frames)
-        stats.audioSeconds = source.frames.map { Double($0) / Double(source.format.sampleRate) }
+        let rate = source.format.sampleRate
+        stats.audioSeconds = source.frames.map { Double($0) / Double(rate) }
+        stats.sourceFormat = source.format
+        if let track = file.track, track.channel >= source.format.channels {
+            throw DecodeError(.outOfBounds, "track \(track.name) is channel \(track.channel), but the file has \(source.format.channels)")
+        }
 
         var offset: Int64 = 0
+        if let lookback, let frames = source.frames, let seek = source.seek {
+            let startSecond = (Double(frames) / Double(rate) - lookback - Self.seekMargin).rounded(.down)
+            if startSecond > 0, seek(Int64(startSecond) * Int64(rate)) { offset = Int64(startSecond) * Int64(rate) }
+        }
+        let outFormat = file.track == nil ? source.format : AudioFormat(sampleRate: rate, channels: 1)
         var sent = false
         while true {
-            let samples = try source.read(configuration.blockFrames)
+            var samples = try source.read(configuration.blockFrames)
+            if let track = file.track { samples = Self.channel(track.channel, of: samples, channels: source.format.channels) }
             if samples.isEmpty && sent { break }
-            let block = AudioBlock(format: source.format, samples: samples, frameOffset: offset)
+            let block = AudioBlock(format: outFormat, samples: samples, frameOffset: offset)
             offset += Int64(block.frames)
             try await output.send(block)
             sent = true
             if samples.isEmpty { break }
         }
-        if source.frames == nil { stats.audioSeconds = Double(offset) / Double(source.format.sampleRate) }
+        if source.frames == nil { stats.audioSeconds = Double(offset) / Double(rate) }
+    }
+
+    /// One channel of interleaved samples.
+    static func channel(_ c: Int, of samples: [Float], channels: Int) -> [Float] {
+        if channels == 1 { return samples }
+        let frames = samples.count / channels
+        return [Float](unsafeUninitializedCapacity: frames) { buffer, count in
+            samples.withUnsafeBufferPointer { src in
+                for f in 0..<frames { buffer[f] = src[f &* channels &+ c] }
+            }
+            count = frames
+        }
     }
 
     /// A reader over either decoder.
@@ -80,12 +191,15 @@ public struct DecodeStage: Stage {
         var format: AudioFormat
         var frames: Int64?
         var read: (Int) throws -> [Float]
+        /// Seeks to a frame; nil where seeks are not exact.
+        var seek: ((Int64) -> Bool)?
     }
 
     func open(_ url: URL, tools: (ffmpeg: URL, ffprobe: URL)? = FFmpegReader.tools()) throws -> Source {
         do {
             let reader = try SndFileReader(url: url)
-            return Source(format: reader.format, frames: reader.frames) { try reader.read(maxFrames: $0) }
+            return Source(format: reader.format, frames: reader.frames, read: { try reader.read(maxFrames: $0) },
+                          seek: reader.seeksExactly ? { reader.seek(toFrame: $0) } : nil)
         } catch let error as SndFileOpenError {
             // libsndfile's open errors do not reliably separate "unknown format" from "corrupt"
             // (a text file named .mp3 is "not a regular file"), so ffmpeg gets every file it refused.
@@ -102,7 +216,7 @@ public struct DecodeStage: Stage {
                 throw DecodeError(.unreadable, "not a readable audio file (\(ffmpegError.message); libsndfile: \(error.message))")
             }
             let frames = reader.duration.map { Int64(($0 * Double(reader.format.sampleRate)).rounded()) }
-            return Source(format: reader.format, frames: frames) { try reader.read(maxFrames: $0) }
+            return Source(format: reader.format, frames: frames, read: { try reader.read(maxFrames: $0) }, seek: nil)
         }
     }
 

@@ -26,7 +26,8 @@ final class FFmpegReader {
         return (ffmpeg, ffprobe)
     }
 
-    init(url: URL, ffmpeg: URL, ffprobe: URL) throws {
+    /// The format and duration of the first audio stream, from ffprobe.
+    static func probe(url: URL, ffprobe: URL) throws -> (format: AudioFormat, duration: Double?) {
         let probe = try Self.capture(ffprobe, ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate,channels:format=duration",
                                                 "-of", "default=noprint_wrappers=1", url.path])
         guard probe.status == 0 else { throw DecodeError(.ffmpegFailed, "ffprobe: \(Self.lastLine(probe.stderr, path: url.path, fallback: "exit status \(probe.status)"))") }
@@ -38,9 +39,12 @@ final class FFmpegReader {
         guard let rate = fields["sample_rate"].flatMap({ Int($0) }), let channels = fields["channels"].flatMap({ Int($0) }) else {
             throw DecodeError(.unreadable, "no audio stream found (ffprobe)")
         }
-        format = AudioFormat(sampleRate: rate, channels: channels)
+        return (AudioFormat(sampleRate: rate, channels: channels), fields["duration"].flatMap { Double($0) })
+    }
+
+    init(url: URL, ffmpeg: URL, ffprobe: URL) throws {
+        (format, duration) = try Self.probe(url: url, ffprobe: ffprobe)
         path = url.path
-        duration = fields["duration"].flatMap { Double($0) }
 
         stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-ffmpeg-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)

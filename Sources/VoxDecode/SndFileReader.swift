@@ -10,6 +10,9 @@ final class SndFileReader {
     let frames: Int64
     let formatName: String
     let seekable: Bool
+    /// Whether seeking lands on the exact frame asked (uncompressed and FLAC containers; not
+    /// MP3, Ogg or Opus, whose seeks are approximate).
+    let seeksExactly: Bool
 
     /// Opens `url`; throws `SndFileOpenError` carrying libsndfile's own error code and text.
     init(url: URL) throws {
@@ -21,6 +24,9 @@ final class SndFileReader {
         format = AudioFormat(sampleRate: Int(info.samplerate), channels: Int(info.channels))
         frames = info.frames
         seekable = info.seekable != 0
+        let major = info.format & Int32(SF_FORMAT_TYPEMASK)
+        let exact: [Int32] = [SF_FORMAT_WAV, SF_FORMAT_WAVEX, SF_FORMAT_W64, SF_FORMAT_RF64, SF_FORMAT_AIFF, SF_FORMAT_CAF, SF_FORMAT_AU, SF_FORMAT_FLAC].map { Int32($0) }
+        seeksExactly = seekable && exact.contains(major)
         var formatInfo = SF_FORMAT_INFO()
         formatInfo.format = info.format & Int32(SF_FORMAT_TYPEMASK)
         if sf_command(nil, Int32(SFC_GET_FORMAT_MAJOR), &formatInfo, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0, let name = formatInfo.name {

@@ -72,6 +72,11 @@ public struct ResampleStage: Stage {
         return Configuration(rate: options.int("rate"), channels: options.int("channels"), engine: engine, quality: quality)
     }
 
+    public static func demand(_ configuration: Configuration) -> StreamDemand { .passThrough }
+
+    /// The resampling libraries' versions, for provenance records.
+    public static var libraryVersions: [String: String] { ["libsoxr": SoxrEngine.version, "libsamplerate": SampleRateEngine.version] }
+
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
         StreamFormat(sampleRate: configuration.rate ?? input.sampleRate, channels: configuration.channels ?? input.channels)
     }
@@ -87,7 +92,7 @@ public struct ResampleStage: Stage {
     public func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
         var converter: Converter?
         for try await block in input {
-            if converter == nil { converter = try Converter(input: block.format, configuration: configuration) }
+            if converter == nil { converter = try Converter(input: block.format, configuration: configuration, firstFrame: block.frameOffset) }
             guard let converter else { continue }
             guard block.format == converter.input else {
                 throw ResampleError(.unsupported, "the stream changed format mid-way (\(converter.input) to \(block.format))")
@@ -106,8 +111,10 @@ final class Converter {
     private var produced: Int64 = 0
     private var sentAny = false
 
-    init(input: AudioFormat, configuration: ResampleStage.Configuration) throws {
+    init(input: AudioFormat, configuration: ResampleStage.Configuration, firstFrame: Int64 = 0) throws {
         self.input = input
+        // A stream that starts later (a decoder that seeked to a whole second) keeps its place.
+        produced = firstFrame * Int64(configuration.rate ?? input.sampleRate) / Int64(input.sampleRate)
         let channels = configuration.channels ?? input.channels
         if channels == 2 && input.channels > 2 {
             throw ResampleError(.unsupported, "cannot map \(input.channels) channels to stereo; use channels 1 or keep")

@@ -1,3 +1,5 @@
+import Foundation
+import Logging
 import VoxChunk
 import VoxCore
 import VoxDecode
@@ -19,5 +21,15 @@ func makeRegistry() -> StageRegistry {
         StageKind(WriteWAVStage.self),
         StageKind(WriteTranscriptStage.self),
         StageKind(WriteRepliesStage.self),
+        StageKind(WriteEvidenceStage.self),
+        StageKind(WriteMessageChunksStage.self),
     ])
+}
+
+/// What every stage gets: the logger, the spec's folder, libsoxr for rate conversion on the
+/// side, the spec and its fingerprint and the library versions for provenance.
+func makeContext(plan: Plan, specPath: String, fingerprint: String, logger: Logger) -> StageContext {
+    let versions = ["voxpipe": voxpipeVersion].merging(DecodeStage.libraryVersions) { a, _ in a }.merging(ResampleStage.libraryVersions) { a, _ in a }
+    return StageContext(logger: logger, specDirectory: URL(fileURLWithPath: specPath).deletingLastPathComponent(), rateConversion: SoxrRateConversion(),
+                        spec: plan.spec, specFingerprint: fingerprint, versions: versions)
 }

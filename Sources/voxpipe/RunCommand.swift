@@ -50,7 +50,7 @@ struct RunCommand: AsyncParsableCommand {
             let outputURL = URL(fileURLWithPath: output).standardizedFileURL
             let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion)
             let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger, force: force)
-            let context = StageContext(logger: logger, specDirectory: URL(fileURLWithPath: spec).deletingLastPathComponent(), rateConversion: SoxrRateConversion())
+            let context = makeContext(plan: plan, specPath: spec, fingerprint: ledger.fingerprint, logger: logger)
 
             if dryRun {
                 printDryRun(plan: plan, items: items, ledger: ledger, shard: shard, total: all.count)
@@ -159,11 +159,13 @@ final class SignalHandler: @unchecked Sendable {
 /// Every failed item gets its own line (file, stage, reason), and the run a closing summary.
 final class ProgressReporter: RunObserver, @unchecked Sendable {
     private let lock = NSLock()
-    private let total: Int
+    private var total: Int
     private let isTTY = isatty(STDERR_FILENO) != 0
     private var finished = 0
     private var failed = 0
     private var running = 0
+    /// Tracks still to finish, per split file.
+    private var tracksLeft: [URL: Int] = [:]
 
     init(total: Int) { self.total = total }
 
@@ -175,15 +177,24 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
             case .itemStarted:
                 running += 1
                 redraw()
+            case .itemSplit(let item, let tracks):
+                total += tracks - 1
+                tracksLeft[item.url] = tracks
+                if tracks == 0 { running -= 1 }
             case .itemFinished(let result):
-                running -= 1
+                if result.item.track == nil {
+                    running -= 1
+                } else if let left = tracksLeft[result.item.url] {
+                    tracksLeft[result.item.url] = left - 1
+                    if left == 1 { running -= 1 }
+                }
                 finished += 1
                 switch result.status {
                 case .failed:
                     failed += 1
-                    emit("voxpipe: error: \(result.item.url.path): \(result.failure.map(\.description) ?? "failed")")
+                    emit("voxpipe: error: \(result.item.url.path)\(result.item.track.map { "#\($0.name)" } ?? ""): \(result.failure.map(\.description) ?? "failed")")
                 case .done, .skipped:
-                    if !isTTY { emit("voxpipe: [\(finished)/\(total)] \(result.status.rawValue) \(result.item.relativePath) (\(String(format: "%.2f", result.seconds)) s)") }
+                    if !isTTY { emit("voxpipe: [\(finished)/\(total)] \(result.status.rawValue) \(result.item.displayName) (\(String(format: "%.2f", result.seconds)) s)") }
                 }
                 redraw()
             }

@@ -15,7 +15,7 @@ struct Voxpipe: AsyncParsableCommand {
         70 internal error.
         """,
         version: voxpipeVersion,
-        subcommands: [RunCommand.self, ValidateCommand.self, StagesCommand.self, SchemaCommand.self]
+        subcommands: [RunCommand.self, ValidateCommand.self, StagesCommand.self, SchemaCommand.self, VerifyCommand.self, JoinCommand.self]
     )
 }
 

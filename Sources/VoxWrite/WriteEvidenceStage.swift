@@ -1,0 +1,188 @@
+import Foundation
+import VoxCore
+
+/// `write-evidence`: AudioChunk (+ Transcript) → Artifact. Builds one BagIt 1.0 bag (RFC 8493) per
+/// item or track from its tail window, deterministic for the same input and spec:
+///
+///     <id>/bagit.txt  bag-info.txt  manifest-sha256.txt  manifest-sha512.txt  tagmanifest-sha256.txt
+///     <id>/data/evidence.wav     48 kHz mono PCM 16 of the window, no extra chunks
+///     <id>/data/original.<ext>   the untouched upload (option `original`)
+///     <id>/data/transcript.json  when fed from a transcribe stage too
+///     <id>/data/report.json      report fields, track, window, hashes, resampler, versions, spec
+///
+/// The bag is built under a temporary name and moved into place whole with the item.
+public struct WriteEvidenceStage: Stage {
+    public enum Input: StageInput {
+        case chunk(AudioChunk)
+        case transcript(Transcript)
+
+        public static let accepted: [PayloadType] = [.audioChunk, .transcript]
+
+        public init?(payload: any Payload) {
+            // A transcript carries its chunk too; take it as a transcript.
+            if let t = payload.carried(Transcript.self) {
+                self = .transcript(t)
+            } else if let c = payload.carried(AudioChunk.self) {
+                self = .chunk(c)
+            } else {
+                return nil
+            }
+        }
+    }
+
+    public typealias Output = Artifact
+
+    public struct Configuration: Sendable {
+        public var organization: String?
+        public var includeOriginal: Bool
+    }
+
+    public static let kind = "write-evidence"
+    public static let summary = "Writes a BagIt evidence bundle per item/track: 48 kHz mono WAV of the window, original, report, hashes."
+    public static let options: [OptionSpec] = [
+        OptionSpec("organization", .string, help: "Source-Organization in bag-info.txt."),
+        OptionSpec("original", .boolean, default: true, help: "Keep the untouched upload as data/original.<ext>."),
+    ]
+
+    public static func configure(_ options: StageOptions) throws -> Configuration {
+        Configuration(organization: options.string("organization"), includeOriginal: options.bool("original") ?? true)
+    }
+
+    public static let evidenceFormat = StreamFormat(sampleRate: 48000, channels: 1)
+
+    public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
+        guard input == evidenceFormat else {
+            throw PlanError("evidence is 48 kHz mono; add a stage {\"kind\": \"resample\", \"rate\": 48000, \"channels\": 1} before the chunk stage (and list the audio first in \"from\")")
+        }
+        return input
+    }
+
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { ["\(id)/ (BagIt bag)"] }
+
+    public let id: String
+    public let configuration: Configuration
+    let spec: JSONValue?
+    let specFingerprint: String?
+    let versions: [String: String]
+
+    public init(id: String, configuration: Configuration, context: StageContext) {
+        self.id = id
+        self.configuration = configuration
+        spec = context.spec
+        specFingerprint = context.specFingerprint
+        versions = context.versions
+    }
+
+    public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        var window: AudioChunk?
+        var transcripts: [Transcript] = []
+        for try await value in input {
+            switch value {
+            case .chunk(let chunk):
+                guard window == nil else { throw WriteError(.unsupported, "write-evidence takes one window per item or track; feed it from a chunk stage in mode tail") }
+                guard chunk.format == AudioFormat(sampleRate: 48000, channels: 1) else { throw WriteError(.unsupported, "evidence must be 48 kHz mono, got \(chunk.format)") }
+                window = chunk
+            case .transcript(let t):
+                if !t.text.isEmpty { transcripts.append(t) }
+            }
+        }
+        guard let window else { throw WriteError(.unsupported, "no audio reached write-evidence (is the input empty?)") }
+        let bag = try item.outputs.reserve(name: id)
+        try build(bag: bag, window: window, transcripts: transcripts.sorted { $0.chunk.start < $1.chunk.start }, item: item)
+        for artifact in try item.outputs.artifacts(forDirectory: bag) { try await output.send(artifact) }
+    }
+
+    func build(bag: URL, window: AudioChunk, transcripts: [Transcript], item: ItemContext) throws {
+        let data = bag.appendingPathComponent("data")
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let evidence = data.appendingPathComponent("evidence.wav")
+        let writer = try SndFileWriter(url: evidence, format: window.format, encoding: .pcm16)
+        try writer.write(window.samples)
+        try writer.close()
+
+        let source = item.item
+        let ext = source.url.pathExtension.lowercased()
+        if configuration.includeOriginal {
+            do {
+                try FileManager.default.copyItem(at: source.url, to: data.appendingPathComponent(ext.isEmpty ? "original" : "original.\(ext)"))
+            } catch {
+                throw WriteError(.writeFailed, "cannot copy the upload into the bag: \(describe(error))")
+            }
+        }
+        if !transcripts.isEmpty {
+            try AtomicFile.writeFile(Data(TranscriptFormat.json.render(transcripts).utf8), to: data.appendingPathComponent("transcript.json"))
+        }
+        let (sourceSHA, sourceBytes) = try Digest.hexOfFile(at: source.url)
+        let report = reportJSON(window: window, item: item, sourceSHA: sourceSHA, sourceBytes: sourceBytes, pcmSHA: try Self.pcmSHA256(evidence), pcmFrames: window.frames)
+        try AtomicFile.writeFile(report.prettyData() + Data("\n".utf8), to: data.appendingPathComponent("report.json"))
+
+        var info: [(String, String)] = [("Bag-Software-Agent", "voxpipe \(versions["voxpipe"] ?? "")"), ("Bagging-Date", baggingDate(item))]
+        if let reportID = item.stats.report?.fields["reportId"].map(Self.text) { info.append(("External-Identifier", reportID)) }
+        if let organization = configuration.organization { info.append(("Source-Organization", organization)) }
+        try BagIt.finish(bag: bag, info: info)
+    }
+
+    /// The date the evidence is about, so the bag is the same whenever it is built: the report's
+    /// reported-at day, else the upload's modification day (UTC).
+    func baggingDate(_ item: ItemContext) -> String {
+        if let at = item.stats.report?.reportedAt, at.count >= 10, at.prefix(10).allSatisfy({ $0.isNumber || $0 == "-" }) { return String(at.prefix(10)) }
+        let modified = (try? FileManager.default.attributesOfItem(atPath: item.item.url.path)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.string(from: modified)
+    }
+
+    func reportJSON(window: AudioChunk, item: ItemContext, sourceSHA: String, sourceBytes: Int64, pcmSHA: String, pcmFrames: Int) -> JSONValue {
+        func r(_ x: Double) -> JSONValue { .number((x * 1_000_000).rounded() / 1_000_000) }
+        let stats = item.stats
+        var source: [String: JSONValue] = ["file": .string(item.item.relativePath), "bytes": .number(Double(sourceBytes)), "sha256": .string(sourceSHA)]
+        if let format = stats.sourceFormat { source["sampleRate"] = .number(Double(format.sampleRate)); source["channels"] = .number(Double(format.channels)) }
+        if let seconds = stats.audioSeconds { source["durationSeconds"] = r(seconds) }
+        let track: JSONValue = item.item.track.map { t in
+            .object(["channel": .number(Double(t.channel)), "name": .string(t.name), "user": t.user.map(JSONValue.string) ?? .null])
+        } ?? .null
+        return [
+            "report": stats.report.map { .object($0.fields) } ?? .null,
+            "track": track,
+            "source": .object(source),
+            "window": ["start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start)],
+            "evidence": ["file": "data/evidence.wav", "sampleRate": 48000, "channels": 1, "encoding": "PCM 16-bit little-endian",
+                         "frames": .number(Double(pcmFrames)), "pcmSHA256": .string(pcmSHA)],
+            "resampler": .array(resamplers()),
+            "software": .object(versions.mapValues(JSONValue.string)),
+            "spec": ["sha256": specFingerprint.map(JSONValue.string) ?? .null, "stages": spec?.objectValue?["stages"] ?? .null],
+        ]
+    }
+
+    /// The resample stages of the spec, with their engine and quality defaults filled in.
+    func resamplers() -> [JSONValue] {
+        (spec?.objectValue?["stages"]?.arrayValue ?? []).compactMap { stage -> JSONValue? in
+            guard var o = stage.objectValue, o["kind"]?.stringValue == "resample" else { return nil }
+            let engine = o["engine"]?.stringValue ?? "soxr"
+            o["engine"] = .string(engine)
+            if o["quality"] == nil { o["quality"] = .string(engine == "soxr" ? "high" : "medium") }
+            if engine == "soxr" { o["library"] = versions["libsoxr"].map(JSONValue.string) ?? .null } else { o["library"] = versions["libsamplerate"].map(JSONValue.string) ?? .null }
+            return .object(o)
+        }
+    }
+
+    /// SHA-256 of the WAV's sample data (its data chunk), so the audio can be checked apart
+    /// from its header.
+    static func pcmSHA256(_ wav: URL) throws -> String {
+        let bytes = try Data(contentsOf: wav)
+        var offset = 12
+        while offset + 8 <= bytes.count {
+            let id = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
+            let size = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
+            if id == "data" { return Digest.hex(bytes[(offset + 8)..<min(bytes.count, offset + 8 + size)]) }
+            offset += 8 + size + (size & 1)
+        }
+        throw WriteError(.writeFailed, "evidence.wav has no data chunk")
+    }
+
+    static func text(_ value: JSONValue) -> String {
+        value.stringValue ?? value.numberValue.map { $0.rounded() == $0 ? String(Int64($0)) : String($0) } ?? ""
+    }
+}

@@ -1,0 +1,124 @@
+import ArgumentParser
+import Foundation
+import Logging
+import VoxCore
+import VoxWrite
+
+struct VerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check evidence bundles (BagIt): complete and valid; one line per bag on stdout.",
+        discussion: "A BUNDLE may also be a folder holding bags (an output folder): every bag below it is checked. Exit 0 when all pass, 1 otherwise."
+    )
+
+    @Argument(help: "Bags, or folders holding bags.") var bundles: [String]
+    @Option(help: ArgumentHelp("Also re-derive data/evidence.wav from data/original.* with this spec and check it is byte-identical.", valueName: "SPEC")) var rebuild: String?
+
+    func run() async throws {
+        bootstrapLogging(verbose: false)
+        var bags: [URL] = []
+        for path in bundles {
+            let url = URL(fileURLWithPath: path).standardizedFileURL
+            guard FileManager.default.fileExists(atPath: url.path) else { throw fail(VoxError(.noInput, "\(path): no such file or folder")) }
+            bags += findBags(url)
+        }
+        guard !bags.isEmpty else { throw fail(VoxError(.noInput, "no BagIt bags (folders with bagit.txt) in \(bundles.joined(separator: ", "))")) }
+        var plan: Plan?
+        if let rebuild {
+            do { plan = try loadPlan(rebuild) } catch { throw fail(error) }
+        }
+        var failed = 0
+        for bag in bags {
+            var problems = BagIt.verify(bag: bag)
+            if problems.isEmpty, let plan, let rebuild {
+                problems += await rebuildProblems(bag: bag, plan: plan, specPath: rebuild)
+            }
+            if problems.isEmpty {
+                print("OK    \(bag.path)\(plan == nil ? "" : " (rebuilt: evidence.wav identical)")")
+            } else {
+                failed += 1
+                print("FAIL  \(bag.path): \(problems.joined(separator: "; "))")
+            }
+        }
+        if failed > 0 { throw ExitCode(1) }
+    }
+
+    func findBags(_ url: URL) -> [URL] {
+        if FileManager.default.fileExists(atPath: url.appendingPathComponent("bagit.txt").path) { return [url] }
+        guard let enumerator = FileManager.default.enumerator(at: url, includingPropertiesForKeys: nil) else { return [] }
+        var found: [URL] = []
+        for case let file as URL in enumerator where file.lastPathComponent == "bagit.txt" {
+            found.append(file.deletingLastPathComponent().standardizedFileURL)
+        }
+        return found.sorted { $0.path < $1.path }
+    }
+
+    /// Runs the spec again on the bag's original (with its report as the sidecar and its track)
+    /// and compares the new evidence.wav byte for byte.
+    func rebuildProblems(bag: URL, plan: Plan, specPath: String) async -> [String] {
+        let data = bag.appendingPathComponent("data")
+        guard let original = (try? FileManager.default.contentsOfDirectory(atPath: data.path))?.first(where: { $0.hasPrefix("original") }) else {
+            return ["data/original.*: missing, nothing to rebuild from"]
+        }
+        guard let reportData = FileManager.default.contents(atPath: data.appendingPathComponent("report.json").path),
+              let report = (try? JSONValue.parse(reportData))?.objectValue else { return ["data/report.json: missing or not JSON"] }
+        guard let evidenceNode = plan.nodes.first(where: { $0.kind.kind == WriteEvidenceStage.kind }) else { return ["the spec has no write-evidence stage"] }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-rebuild-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: work) }
+        do {
+            let input = work.appendingPathComponent("in")
+            try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+            let upload = input.appendingPathComponent(original)
+            try FileManager.default.copyItem(at: data.appendingPathComponent(original), to: upload)
+            if let fields = report["report"], fields != .null {
+                try fields.prettyData().write(to: upload.deletingPathExtension().appendingPathExtension("json"))
+            }
+            var item = InputFile(url: upload, relativePath: original, outputName: "rebuilt")
+            if let track = report["track"]?.objectValue, let channel = track["channel"]?.numberValue {
+                item = item.forTrack(InputFile.Track(channel: Int(channel), name: track["name"]?.stringValue ?? "track", user: track["user"]?.stringValue))
+            }
+            let out = work.appendingPathComponent("out")
+            let options = RunOptions(outputDirectory: out, jobs: 1)
+            let context = makeContext(plan: plan, specPath: specPath, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: Logger(label: "voxpipe"))
+            let runner = try await Runner.prepare(plan, options: options, context: context)
+            let result = await runner.process(item)
+            guard result.status == .done else { return ["rebuild failed: \(result.failure?.description ?? "unknown")"] }
+            let rebuilt = out.appendingPathComponent(item.outputName).appendingPathComponent(evidenceNode.id).appendingPathComponent("data/evidence.wav")
+            guard let a = FileManager.default.contents(atPath: rebuilt.path), let b = FileManager.default.contents(atPath: data.appendingPathComponent("evidence.wav").path) else {
+                return ["rebuild wrote no data/evidence.wav"]
+            }
+            return a == b ? [] : ["data/evidence.wav: differs from the one rebuilt from \(original) (\(a.count) vs \(b.count) bytes)"]
+        } catch {
+            return ["rebuild failed: \(describe(error))"]
+        }
+    }
+}
+
+struct JoinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "join",
+        abstract: "Reassemble a file split by write-message-chunks, checking every part and the whole."
+    )
+
+    @Argument(help: "The index file (<name>.index.json).") var index: String
+    @Option(name: [.short, .long], help: "Where to write the file (default: its name, beside the index).") var output: String?
+    @Flag(help: "Replace an existing output file.") var force = false
+
+    func run() throws {
+        do {
+            let url = URL(fileURLWithPath: index)
+            let (parsed, data) = try WriteMessageChunksStage.join(index: url)
+            let target = output.map { URL(fileURLWithPath: $0) } ?? url.deletingLastPathComponent().appendingPathComponent(parsed.name)
+            if FileManager.default.fileExists(atPath: target.path) && !force {
+                throw VoxError(.cannotCreate, "\(target.path) exists; pass --force to replace it")
+            }
+            try AtomicFile.write(data, to: target)
+            print("joined \(parsed.count) parts into \(target.path) (\(data.count) bytes, sha256 \(parsed.sha256))")
+        } catch let error as WriteError {
+            printError("error: \(index): \(error.message)")
+            throw ExitCode(1)
+        } catch {
+            throw fail(error)
+        }
+    }
+}
