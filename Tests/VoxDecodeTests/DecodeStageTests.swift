@@ -67,7 +67,7 @@ import VoxCore
     }
 
     @Test func withoutFFmpegAnM4aFailsSayingToInstallIt() async throws {
-        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true), context: StageContext(logger: .init(label: "t"), specDirectory: URL(fileURLWithPath: "/")))
+        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false, reportedSeatsOnly: false, sidecar: .optional), context: StageContext(logger: .init(label: "t"), specDirectory: URL(fileURLWithPath: "/")))
         let url = temporaryDirectory().appendingPathComponent("x.m4a")
         try Data(repeating: 7, count: 1000).write(to: url)
         #expect(FFmpegReader.tools(environment: ["PATH": "/nonexistent"]) == nil)
