@@ -204,3 +204,16 @@ lesson=$(soxi -D "$L4/in/lesson.wav")
 t=$(measure "$BIN" run Pipelines/lesson-tutor.json "$L4/in" -o "$L4/out" --force)
 turns=$(python3 -c "import json;print(len(json.load(open('$L4/out/lesson/replies.json'))['turns']))")
 echo "${lesson%.*} s of lesson, $turns turns answered and spoken: ${t% *}s = $(xrt "$lesson" "${t% *}") real time, peak $(awk "BEGIN{printf \"%.0f\", ${t#* }/1024}") MB"
+
+# --- moderation evidence (issue 7) -----------------------------------------------------------
+echo
+echo "== evidence bundle (last 300 s → 48 kHz mono) from a 60-minute vs a 5-minute upload (target: under 1.5×), and vs sox trim"
+E7=$W/evidence; rm -rf "$E7"; mkdir -p "$E7/u5" "$E7/u60"
+sox "$W/long10.wav" "$E7/u5/upload.wav" trim 0 300
+cp "$W/long60.wav" "$E7/u60/upload.wav"
+t5=$(measure "$BIN" run Pipelines/moderation-evidence.json "$E7/u5" -o "$E7/o5" --force)
+t60=$(measure "$BIN" run Pipelines/moderation-evidence.json "$E7/u60" -o "$E7/o60" --force)
+s60=$(measure sox "$E7/u60/upload.wav" -r 48000 -c 1 -b 16 "$E7/sox.wav" trim -300)
+echo "5-minute upload: ${t5% *}s   60-minute upload: ${t60% *}s   ratio $(ratio "${t60% *}" "${t5% *}")   (each: 2 seats, bags include a copy of the upload)"
+echo "sox upload.wav -r 48000 -c 1 out.wav trim -300 on the 60-minute upload: ${s60% *}s   voxpipe/sox $(ratio "${t60% *}" "${s60% *}")"
+"$BIN" verify "$E7/o60" | sed 's/^/  /'
