@@ -211,9 +211,13 @@ echo "== evidence bundle (last 300 s → 48 kHz mono) from a 60-minute vs a 5-mi
 E7=$W/evidence; rm -rf "$E7"; mkdir -p "$E7/u5" "$E7/u60"
 sox "$W/long10.wav" "$E7/u5/upload.wav" trim 0 300
 cp "$W/long60.wav" "$E7/u60/upload.wav"
-t5=$(measure "$BIN" run Pipelines/moderation-evidence.json "$E7/u5" -o "$E7/o5" --force)
-t60=$(measure "$BIN" run Pipelines/moderation-evidence.json "$E7/u60" -o "$E7/o60" --force)
+sed 's/"organization": "Trust \& Safety" }/"organization": "Trust \& Safety", "original": false }/' Pipelines/moderation-evidence.json > "$E7/no-original.json"
+t5=$(measure "$BIN" run "$E7/no-original.json" "$E7/u5" -o "$E7/n5" --force)
+t60=$(measure "$BIN" run "$E7/no-original.json" "$E7/u60" -o "$E7/n60" --force)
+c5=$(measure "$BIN" run Pipelines/moderation-evidence.json "$E7/u5" -o "$E7/o5" --force)
+c60=$(measure "$BIN" run Pipelines/moderation-evidence.json "$E7/u60" -o "$E7/o60" --force)
 s60=$(measure sox "$E7/u60/upload.wav" -r 48000 -c 1 -b 16 "$E7/sox.wav" trim -300)
-echo "5-minute upload: ${t5% *}s   60-minute upload: ${t60% *}s   ratio $(ratio "${t60% *}" "${t5% *}")   (each: 2 seats, bags include a copy of the upload)"
-echo "sox upload.wav -r 48000 -c 1 out.wav trim -300 on the 60-minute upload: ${s60% *}s   voxpipe/sox $(ratio "${t60% *}" "${s60% *}")"
+echo "2 seats each, bags without the upload ('original': false): 5 min ${t5% *}s, 60 min ${t60% *}s, ratio $(ratio "${t60% *}" "${t5% *}") (what still grows: one SHA-256 of the upload for report.json)"
+echo "2 seats each, bags with a copy of the upload (default):     5 min ${c5% *}s, 60 min ${c60% *}s, ratio $(ratio "${c60% *}" "${c5% *}") (each bag copies the upload and takes its SHA-512)"
+echo "sox upload.wav -r 48000 -c 1 out.wav trim -300 (one channel mix, no bag) on the 60-minute upload: ${s60% *}s; voxpipe without the upload copy / sox: $(ratio "${t60% *}" "${s60% *}")"
 "$BIN" verify "$E7/o60" | sed 's/^/  /'

@@ -58,3 +58,65 @@ public final class Digest {
         return (d.finalizeHex(), total)
     }
 }
+
+/// Digests of files already read in this run, keyed by path, size and modification time, so a
+/// large upload split into eight seats is hashed once, not sixteen times.
+public final class DigestCache: @unchecked Sendable {
+    struct Key: Hashable {
+        var path: String
+        var bytes: Int64
+        var modified: Date
+        var algorithm: Digest.Algorithm
+    }
+
+    private let lock = NSLock()
+    private var entries: [Key: String] = [:]
+
+    public init() {}
+
+    public func hexOfFile(at url: URL, _ algorithm: Digest.Algorithm = .sha256) throws -> (hex: String, bytes: Int64) {
+        guard let key = Self.key(url, algorithm) else { return try Digest.hexOfFile(at: url, algorithm) }
+        if let hex = lock.withLock({ entries[key] }) { return (hex, key.bytes) }
+        let result = try Digest.hexOfFile(at: url, algorithm)
+        lock.withLock { entries[key] = result.hex }
+        return result
+    }
+
+    /// Records digests computed elsewhere (while copying a file, say).
+    public func remember(_ url: URL, _ algorithm: Digest.Algorithm, hex: String) {
+        guard let key = Self.key(url, algorithm) else { return }
+        lock.withLock { entries[key] = hex }
+    }
+
+    static func key(_ url: URL, _ algorithm: Digest.Algorithm) -> Key? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
+              let bytes = (attributes[.size] as? NSNumber)?.int64Value,
+              let modified = attributes[.modificationDate] as? Date else { return nil }
+        return Key(path: url.standardizedFileURL.path, bytes: bytes, modified: modified, algorithm: algorithm)
+    }
+
+    /// Copies a file, hashing it with SHA-256 and SHA-512 on the way in one read, and remembers
+    /// both digests for the copy.
+    public func copy(_ source: URL, to destination: URL) throws -> (sha256: String, sha512: String, bytes: Int64) {
+        let input = try FileHandle(forReadingFrom: source)
+        defer { try? input.close() }
+        guard FileManager.default.createFile(atPath: destination.path, contents: nil) else {
+            throw VoxError(.cannotCreate, "cannot create \(destination.path)")
+        }
+        let output = try FileHandle(forWritingTo: destination)
+        let sha256 = Digest(.sha256), sha512 = Digest(.sha512)
+        var total: Int64 = 0
+        while let chunk = try input.read(upToCount: 4 << 20), !chunk.isEmpty {
+            try output.write(contentsOf: chunk)
+            sha256.update(chunk)
+            sha512.update(chunk)
+            total += Int64(chunk.count)
+        }
+        try output.synchronize()
+        try output.close()
+        let result = (sha256.finalizeHex(), sha512.finalizeHex(), total)
+        remember(destination, .sha256, hex: result.0)
+        remember(destination, .sha512, hex: result.1)
+        return result
+    }
+}

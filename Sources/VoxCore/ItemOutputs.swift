@@ -68,7 +68,7 @@ public final class ItemOutputs: @unchecked Sendable {
 
     /// Every file under a finished temporary folder (an evidence bag) as artifacts at their
     /// final paths, sorted.
-    public func artifacts(forDirectory temp: URL) throws -> [Artifact] {
+    public func artifacts(forDirectory temp: URL, digests: DigestCache? = nil) throws -> [Artifact] {
         guard let final = lock.withLock({ pending.first(where: { $0.temp == temp })?.final }) else {
             throw VoxError(.internal, "\(temp.path) was not reserved")
         }
@@ -77,7 +77,7 @@ public final class ItemOutputs: @unchecked Sendable {
         var out: [Artifact] = []
         for case let url as URL in enumerator where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
             let inner = String(url.standardizedFileURL.path.dropFirst(base.count))
-            let (hex, bytes) = try Digest.hexOfFile(at: url)
+            let (hex, bytes) = try digests?.hexOfFile(at: url) ?? Digest.hexOfFile(at: url)
             out.append(Artifact(path: relativePath(final.appendingPathComponent(inner)), bytes: bytes, sha256: hex))
         }
         return out.sorted { $0.path < $1.path }

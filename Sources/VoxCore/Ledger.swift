@@ -34,11 +34,14 @@ public struct Ledger: Sendable {
     /// SHA-256 of the canonical spec, the files it references, and voxpipe's version.
     public let fingerprint: String
     public let version: String
+    /// Digests shared with the stages of the run.
+    public let digests: DigestCache
 
-    public init(outputDirectory: URL, fingerprint: String, version: String) {
+    public init(outputDirectory: URL, fingerprint: String, version: String, digests: DigestCache = DigestCache()) {
         self.outputDirectory = outputDirectory
         self.fingerprint = fingerprint
         self.version = version
+        self.digests = digests
     }
 
     /// The spec fingerprint: canonical spec bytes, each referenced regular file's SHA-256 (rules,
@@ -92,7 +95,7 @@ public struct Ledger: Sendable {
         if let previous, previous.bytes == stat.bytes, previous.modified == stat.modified {
             return ItemManifest.FileRecord(path: item.relativePath, bytes: stat.bytes, sha256: previous.sha256, modified: stat.modified)
         }
-        let (hex, _) = try Digest.hexOfFile(at: item.url)
+        let (hex, _) = try digests.hexOfFile(at: item.url)
         return ItemManifest.FileRecord(path: item.relativePath, bytes: stat.bytes, sha256: hex, modified: stat.modified)
     }
 

@@ -165,14 +165,6 @@ public struct Runner: Sendable {
         return results
     }
 
-    /// Whether the ledger would run or skip each item, and why; runs nothing, writes nothing.
-    public func decisions(_ items: [InputFile]) -> [Ledger.Decision] {
-        items.map { item in
-            if options.force { return .run(reason: "--force") }
-            return options.ledger?.decide(item) ?? .run(reason: "no ledger")
-        }
-    }
-
     /// Runs one item through every stage, each in its own task, commits its outputs only when
     /// all succeeded, then records it in the ledger. Skips it when the ledger says it is done.
     public func process(_ item: InputFile) async -> ItemResult {

@@ -141,9 +141,11 @@ public struct StageContext: Sendable {
     public var specFingerprint: String?
     /// Library versions by name, for provenance records.
     public var versions: [String: String]
+    /// File digests computed in this run, shared by every stage and the ledger.
+    public var digests: DigestCache
 
     public init(logger: Logger, specDirectory: URL, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
-                spec: JSONValue? = nil, specFingerprint: String? = nil, versions: [String: String] = [:]) {
+                spec: JSONValue? = nil, specFingerprint: String? = nil, versions: [String: String] = [:], digests: DigestCache = DigestCache()) {
         self.logger = logger
         self.specDirectory = specDirectory
         self.rateConversion = rateConversion
@@ -151,6 +153,7 @@ public struct StageContext: Sendable {
         self.spec = spec
         self.specFingerprint = specFingerprint
         self.versions = versions
+        self.digests = digests
     }
 }
 

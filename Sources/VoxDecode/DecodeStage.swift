@@ -118,11 +118,13 @@ public struct DecodeStage: Stage {
     public let configuration: Configuration
     /// Only the last this-many seconds of the stream matter downstream (set by the plan).
     let lookback: Double?
+    let logger: Logger
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
         self.configuration = configuration
         lookback = context.lookback
+        logger = context.logger
     }
 
     public func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
@@ -157,7 +159,10 @@ public struct DecodeStage: Stage {
         var offset: Int64 = 0
         if let lookback, let frames = source.frames, let seek = source.seek {
             let startSecond = (Double(frames) / Double(rate) - lookback - Self.seekMargin).rounded(.down)
-            if startSecond > 0, seek(Int64(startSecond) * Int64(rate)) { offset = Int64(startSecond) * Int64(rate) }
+            if startSecond > 0, seek(Int64(startSecond) * Int64(rate)) {
+                offset = Int64(startSecond) * Int64(rate)
+                logger.debug("seeked past what no stage needs", metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
+            }
         }
         let outFormat = file.track == nil ? source.format : AudioFormat(sampleRate: rate, channels: 1)
         var sent = false

@@ -11,6 +11,9 @@ final class EspeakEngine: @unchecked Sendable {
 
     private let lock = NSLock()
     private var sampleRate: Int?
+    /// The voice and parameters espeak-ng holds now; set again only when they change, because
+    /// loading a voice costs more than speaking a sentence.
+    private var current: Voice?
 
     /// Initializes the library once; returns its output sample rate.
     func start() throws -> Int {
@@ -29,7 +32,10 @@ final class EspeakEngine: @unchecked Sendable {
     /// Whether espeak-ng has a voice by this name or language code.
     func hasVoice(_ name: String) throws -> Bool {
         _ = try start()
-        return lock.withLock { espeak_SetVoiceByName(name) == EE_OK }
+        return lock.withLock {
+            current = nil
+            return espeak_SetVoiceByName(name) == EE_OK
+        }
     }
 
     struct Voice: Sendable, Equatable {
@@ -39,21 +45,28 @@ final class EspeakEngine: @unchecked Sendable {
         var volume: Int
     }
 
-    /// Speaks `text` with `voice`; returns 16-bit samples at the engine's rate.
-    func synthesize(_ text: String, voice: Voice) throws -> [Int16] {
+    /// Speaks each piece of text in turn with `voice`; returns 16-bit samples at the engine's
+    /// rate, all pieces one after the other.
+    func synthesize(_ pieces: [String], voice: Voice) throws -> [Int16] {
         _ = try start()
         return try lock.withLock {
-            guard espeak_SetVoiceByName(voice.name) == EE_OK else { throw SynthesizeError("espeak-ng has no voice \"\(voice.name)\"") }
-            espeak_SetParameter(espeakRATE, Int32(voice.rate), 0)
-            espeak_SetParameter(espeakPITCH, Int32(voice.pitch), 0)
-            espeak_SetParameter(espeakVOLUME, Int32(voice.volume), 0)
+            if current != voice {
+                current = nil
+                guard espeak_SetVoiceByName(voice.name) == EE_OK else { throw SynthesizeError("espeak-ng has no voice \"\(voice.name)\"") }
+                espeak_SetParameter(espeakRATE, Int32(voice.rate), 0)
+                espeak_SetParameter(espeakPITCH, Int32(voice.pitch), 0)
+                espeak_SetParameter(espeakVOLUME, Int32(voice.volume), 0)
+                current = voice
+            }
             let collector = SampleCollector()
             let context = Unmanaged.passRetained(collector)
             defer { context.release() }
-            let status = text.withCString { cText in
-                espeak_Synth(cText, strlen(cText) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, context.toOpaque())
+            for piece in pieces {
+                let status = piece.withCString { cText in
+                    espeak_Synth(cText, strlen(cText) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, context.toOpaque())
+                }
+                guard status == EE_OK else { throw SynthesizeError("espeak-ng failed to synthesize (error \(status.rawValue))") }
             }
-            guard status == EE_OK else { throw SynthesizeError("espeak-ng failed to synthesize (error \(status.rawValue))") }
             espeak_Synchronize()
             return collector.samples
         }

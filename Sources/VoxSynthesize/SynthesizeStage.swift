@@ -44,12 +44,8 @@ public struct EspeakProvider: SpeechProvider {
 
     public func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float]) {
         let rate = try EspeakEngine.shared.start()
-        var samples: [Float] = []
-        for piece in Self.pieces(text) {
-            let pcm = try EspeakEngine.shared.synthesize(piece, voice: voice)
-            samples.append(contentsOf: pcm.map { Float($0) / 32768 })
-        }
-        return (AudioFormat(sampleRate: rate, channels: 1), samples)
+        let pcm = try EspeakEngine.shared.synthesize(Self.pieces(text), voice: voice)
+        return (AudioFormat(sampleRate: rate, channels: 1), pcm.map { Float($0) / 32768 })
     }
 
     /// Splits text at sentence ends (. ! ? and line breaks), then long sentences at spaces.

@@ -10,14 +10,14 @@ public enum BagIt {
 
     /// Writes bagit.txt, bag-info.txt, the payload manifests and the tag manifest for the files
     /// under `bag/data`. `info` is written in the order given.
-    public static func finish(bag: URL, info: [(String, String)]) throws {
+    public static func finish(bag: URL, info: [(String, String)], digests: DigestCache? = nil) throws {
         let payload = try files(in: bag.appendingPathComponent("data")).map { "data/\($0)" }
         var totalBytes: Int64 = 0
         var lines: [String: [String]] = [:]
         for path in payload {
             let url = bag.appendingPathComponent(path)
             for (name, algorithm) in payloadManifests {
-                let (hex, bytes) = try Digest.hexOfFile(at: url, algorithm)
+                let (hex, bytes) = try digests?.hexOfFile(at: url, algorithm) ?? Digest.hexOfFile(at: url, algorithm)
                 lines[name, default: []].append("\(hex)  \(encode(path))")
                 if algorithm == .sha256 { totalBytes += bytes }
             }

@@ -64,6 +64,7 @@ public struct WriteEvidenceStage: Stage {
     let spec: JSONValue?
     let specFingerprint: String?
     let versions: [String: String]
+    let digests: DigestCache
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
@@ -71,6 +72,7 @@ public struct WriteEvidenceStage: Stage {
         spec = context.spec
         specFingerprint = context.specFingerprint
         versions = context.versions
+        digests = context.digests
     }
 
     public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
@@ -89,7 +91,7 @@ public struct WriteEvidenceStage: Stage {
         guard let window else { throw WriteError(.unsupported, "no audio reached write-evidence (is the input empty?)") }
         let bag = try item.outputs.reserve(name: id)
         try build(bag: bag, window: window, transcripts: transcripts.sorted { $0.chunk.start < $1.chunk.start }, item: item)
-        for artifact in try item.outputs.artifacts(forDirectory: bag) { try await output.send(artifact) }
+        for artifact in try item.outputs.artifacts(forDirectory: bag, digests: digests) { try await output.send(artifact) }
     }
 
     func build(bag: URL, window: AudioChunk, transcripts: [Transcript], item: ItemContext) throws {
@@ -102,9 +104,14 @@ public struct WriteEvidenceStage: Stage {
 
         let source = item.item
         let ext = source.url.pathExtension.lowercased()
+        var sourceSHA: String?
+        var sourceBytes: Int64 = 0
         if configuration.includeOriginal {
+            // One read of the upload gives the copy and both of its digests.
             do {
-                try FileManager.default.copyItem(at: source.url, to: data.appendingPathComponent(ext.isEmpty ? "original" : "original.\(ext)"))
+                let copy = try digests.copy(source.url, to: data.appendingPathComponent(ext.isEmpty ? "original" : "original.\(ext)"))
+                (sourceSHA, sourceBytes) = (copy.sha256, copy.bytes)
+                digests.remember(source.url, .sha256, hex: copy.sha256)
             } catch {
                 throw WriteError(.writeFailed, "cannot copy the upload into the bag: \(describe(error))")
             }
@@ -112,14 +119,14 @@ public struct WriteEvidenceStage: Stage {
         if !transcripts.isEmpty {
             try AtomicFile.writeFile(Data(TranscriptFormat.json.render(transcripts).utf8), to: data.appendingPathComponent("transcript.json"))
         }
-        let (sourceSHA, sourceBytes) = try Digest.hexOfFile(at: source.url)
-        let report = reportJSON(window: window, item: item, sourceSHA: sourceSHA, sourceBytes: sourceBytes, pcmSHA: try Self.pcmSHA256(evidence), pcmFrames: window.frames)
+        if sourceSHA == nil { (sourceSHA, sourceBytes) = try digests.hexOfFile(at: source.url) }
+        let report = reportJSON(window: window, item: item, sourceSHA: sourceSHA ?? "", sourceBytes: sourceBytes, pcmSHA: try Self.pcmSHA256(evidence), pcmFrames: window.frames)
         try AtomicFile.writeFile(report.prettyData() + Data("\n".utf8), to: data.appendingPathComponent("report.json"))
 
         var info: [(String, String)] = [("Bag-Software-Agent", "voxpipe \(versions["voxpipe"] ?? "")"), ("Bagging-Date", baggingDate(item))]
         if let reportID = item.stats.report?.fields["reportId"].map(Self.text) { info.append(("External-Identifier", reportID)) }
         if let organization = configuration.organization { info.append(("Source-Organization", organization)) }
-        try BagIt.finish(bag: bag, info: info)
+        try BagIt.finish(bag: bag, info: info, digests: digests)
     }
 
     /// The date the evidence is about, so the bag is the same whenever it is built: the report's

@@ -48,9 +48,10 @@ struct RunCommand: AsyncParsableCommand {
             let shard = try shard.map(Shard.parse) ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount)
             let items = shard.map { s in all.filter { s.contains($0) } } ?? all
             let outputURL = URL(fileURLWithPath: output).standardizedFileURL
-            let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion)
+            let digests = DigestCache()
+            let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion, digests: digests)
             let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger, force: force)
-            let context = makeContext(plan: plan, specPath: spec, fingerprint: ledger.fingerprint, logger: logger)
+            let context = makeContext(plan: plan, specPath: spec, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
 
             if dryRun {
                 printDryRun(plan: plan, items: items, ledger: ledger, shard: shard, total: all.count)
@@ -99,18 +100,31 @@ struct RunCommand: AsyncParsableCommand {
         let outputs = plan.plannedOutputs
         var lines: [String] = []
         var runs = 0
-        for item in items {
-            let decision = force ? .run(reason: "--force") : ledger.decide(item)
-            switch decision {
-            case .skip:
-                lines.append("skip  \(item.relativePath) → \(item.outputName)/ (done before, outputs intact)")
-            case .run(let reason):
+        var count = 0
+        for file in items {
+            let parts: [InputFile]
+            do {
+                parts = try plan.expand(file)
+            } catch {
+                count += 1
                 runs += 1
-                lines.append("run   \(item.relativePath) → \(item.outputName)/ (\(reason)): \(outputs.joined(separator: ", "))")
+                lines.append("fail  \(file.relativePath) (\(describe(error)))")
+                continue
+            }
+            for item in parts {
+                count += 1
+                let decision = force ? .run(reason: "--force") : ledger.decide(item)
+                switch decision {
+                case .skip:
+                    lines.append("skip  \(item.displayName) → \(item.outputName)/ (done before, outputs intact)")
+                case .run(let reason):
+                    runs += 1
+                    lines.append("run   \(item.displayName) → \(item.outputName)/ (\(reason)): \(outputs.joined(separator: ", "))")
+                }
             }
         }
         print(lines.joined(separator: "\n"))
-        printError("dry run: \(items.count) item\(items.count == 1 ? "" : "s")\(shard.map { " in shard \($0) of \(total)" } ?? ""): \(runs) would run, \(items.count - runs) would be skipped; nothing written")
+        printError("dry run: \(count) item\(count == 1 ? "" : "s")\(shard.map { " in shard \($0) of \(total) files" } ?? ""): \(runs) would run, \(count - runs) would be skipped; nothing written")
     }
 
     /// Creates the output folder before any work; the lock file then proves it writable.
