@@ -71,15 +71,45 @@ public final class DigestCache: @unchecked Sendable {
 
     private let lock = NSLock()
     private var entries: [Key: String] = [:]
+    /// Digests being computed now; a second asker waits for the first instead of reading again.
+    private var inflight: [Key: DispatchGroup] = [:]
 
     public init() {}
 
     public func hexOfFile(at url: URL, _ algorithm: Digest.Algorithm = .sha256) throws -> (hex: String, bytes: Int64) {
         guard let key = Self.key(url, algorithm) else { return try Digest.hexOfFile(at: url, algorithm) }
-        if let hex = lock.withLock({ entries[key] }) { return (hex, key.bytes) }
-        let result = try Digest.hexOfFile(at: url, algorithm)
-        lock.withLock { entries[key] = result.hex }
-        return result
+        enum Step { case done(String), wait(DispatchGroup), compute(DispatchGroup) }
+        let step: Step = lock.withLock {
+            if let hex = entries[key] { return .done(hex) }
+            if let group = inflight[key] { return .wait(group) }
+            let group = DispatchGroup()
+            group.enter()
+            inflight[key] = group
+            return .compute(group)
+        }
+        switch step {
+        case .done(let hex):
+            return (hex, key.bytes)
+        case .wait(let group):
+            group.wait()
+            if let hex = lock.withLock({ entries[key] }) { return (hex, key.bytes) }
+            return try Digest.hexOfFile(at: url, algorithm)
+        case .compute(let group):
+            defer {
+                lock.withLock { _ = inflight.removeValue(forKey: key) }
+                group.leave()
+            }
+            let result = try Digest.hexOfFile(at: url, algorithm)
+            lock.withLock { entries[key] = result.hex }
+            return result
+        }
+    }
+
+    /// Starts hashing a file on a background thread, so the digest is ready (or nearly) when a
+    /// stage or the ledger asks for it: a large upload is hashed on an idle core while it is
+    /// being decoded.
+    public func prefetch(_ url: URL, _ algorithm: Digest.Algorithm = .sha256) {
+        DispatchQueue.global(qos: .utility).async { _ = try? self.hexOfFile(at: url, algorithm) }
     }
 
     /// Records digests computed elsewhere (while copying a file, say).

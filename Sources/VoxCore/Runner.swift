@@ -186,6 +186,10 @@ public struct Runner: Sendable {
                     reason = why
                 }
             }
+            // The ledger will need the input's hash unless the manifest still vouches for it.
+            if let stat = Ledger.fileStat(item.url), previousInput.map({ $0.bytes != stat.bytes || $0.modified != stat.modified }) ?? true {
+                ledger.digests.prefetch(item.url)
+            }
         }
         var itemLogger = logger
         itemLogger[metadataKey: "item.path"] = .string(item.displayName)

@@ -25,8 +25,9 @@ public struct EspeakProvider: SpeechProvider {
         OptionSpec("volume", .integer(0...200), default: 100, help: "Volume, 0–200 (100 is normal)."),
     ]
 
-    /// Sentences are spoken one call at a time, so a very long reply never becomes one huge
-    /// utterance; a "sentence" longer than this is cut at the last space before it.
+    /// Long replies are spoken in pieces of whole sentences up to this many characters, so a
+    /// very long reply never becomes one huge utterance (and short ones stay one call); a
+    /// "sentence" longer than this is cut at the last space before it.
     static let maxPiece = 600
 
     let voice: EspeakEngine.Voice
@@ -48,8 +49,22 @@ public struct EspeakProvider: SpeechProvider {
         return (AudioFormat(sampleRate: rate, channels: 1), pcm.map { Float($0) / 32768 })
     }
 
-    /// Splits text at sentence ends (. ! ? and line breaks), then long sentences at spaces.
+    /// Splits text at sentence ends (. ! ? and line breaks) into pieces of up to `maxPiece`
+    /// characters, long sentences at spaces.
     static func pieces(_ text: String) -> [String] {
+        var packed: [String] = []
+        for sentence in sentences(text) {
+            if let last = packed.last, last.count + 1 + sentence.count <= maxPiece {
+                packed[packed.count - 1] = last + " " + sentence
+            } else {
+                packed.append(sentence)
+            }
+        }
+        return packed
+    }
+
+    /// Sentences (and parts of over-long ones), trimmed, without empty ones.
+    static func sentences(_ text: String) -> [String] {
         var sentences: [String] = []
         var current = ""
         for ch in text {

@@ -35,7 +35,11 @@ import VoxTestSupport
     }
 
     @Test func longTextIsSplitAtSentenceEnds() async throws {
-        #expect(EspeakProvider.pieces("One. Two! Three? Four\nFive") == ["One.", "Two!", "Three?", "Four", "Five"])
+        #expect(EspeakProvider.sentences("One. Two! Three? Four\nFive") == ["One.", "Two!", "Three?", "Four", "Five"])
+        #expect(EspeakProvider.pieces("One. Two! Three? Four\nFive") == ["One. Two! Three? Four Five"])
+        let sentences = String(repeating: "This is one sentence of a long reply. ", count: 50)
+        let packed = EspeakProvider.pieces(sentences)
+        #expect(packed.count > 1 && packed.allSatisfy { $0.count <= EspeakProvider.maxPiece && $0.hasSuffix(".") })
         let long = String(repeating: "word ", count: 400)
         let pieces = EspeakProvider.pieces(long)
         #expect(pieces.count >= 4)
