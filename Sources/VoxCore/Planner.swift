@@ -105,11 +105,14 @@ public enum Planner {
     /// Loads the spec file at `url`; errors start with the file's path.
     public static func load(specAt url: URL, registry: StageRegistry) throws -> Plan {
         let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw VoxError(.invalidSpec, "\(url.path): cannot read spec: \(describe(error))")
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw VoxError(.invalidSpec, "\(url.path): no such spec file")
         }
+        guard !isDirectory.boolValue, let contents = FileManager.default.contents(atPath: url.path) else {
+            throw VoxError(.invalidSpec, "\(url.path): cannot read spec (is it a readable file?)")
+        }
+        data = contents
         do {
             return try plan(data: data, baseDirectory: url.deletingLastPathComponent(), defaultName: url.deletingPathExtension().lastPathComponent, registry: registry)
         } catch let error as VoxError {
@@ -121,12 +124,13 @@ public enum Planner {
     public static func plan(data: Data, baseDirectory: URL, defaultName: String = "job", registry: StageRegistry) throws -> Plan {
         let json: JSONValue
         do {
+            // JSONSerialization says where the JSON breaks (line and column); JSONDecoder does not.
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
             json = try JSONValue.parse(data)
-        } catch let DecodingError.dataCorrupted(context) {
-            let detail = (context.underlyingError as NSError?)?.userInfo["NSDebugDescription"] as? String ?? context.debugDescription
-            throw VoxError(.invalidSpec, "not valid JSON: \(detail)")
         } catch {
-            throw VoxError(.invalidSpec, "not valid JSON: \(describe(error))")
+            let ns = error as NSError
+            let detail = (ns.userInfo["NSDebugDescription"] as? String) ?? ((ns.userInfo[NSUnderlyingErrorKey] as? NSError)?.userInfo["NSDebugDescription"] as? String) ?? describe(error)
+            throw VoxError(.invalidSpec, "not valid JSON: \(detail)")
         }
         return try plan(json: json, baseDirectory: baseDirectory, defaultName: defaultName, registry: registry)
     }

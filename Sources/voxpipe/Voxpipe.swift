@@ -9,10 +9,10 @@ struct Voxpipe: AsyncParsableCommand {
         commandName: "voxpipe",
         abstract: "Batch audio pipelines: decode, resample, chunk, transcribe, reply, speak, write.",
         discussion: """
-        A JSON job spec names a graph of stages; `voxpipe run` streams every input file through it.
-        Exit status: 0 all items done; 1 some items failed; 64 usage; 65 invalid spec; 66 no input;
-        69 a provider or model unavailable; 73 output cannot be created; 75 output folder locked;
-        70 internal error.
+        A JSON job spec names a graph of stages; `voxpipe run` streams every input file through it. \
+        Exit status: 0 all items done; 1 some items failed; 64 usage; 65 invalid spec; 66 no input; \
+        69 a provider or model unavailable; 70 internal error; 73 output cannot be created; \
+        75 output folder locked (try later); 130/143 stopped by SIGINT/SIGTERM.
         """,
         version: voxpipeVersion,
         subcommands: [RunCommand.self, ValidateCommand.self, StagesCommand.self, SchemaCommand.self, VerifyCommand.self, JoinCommand.self]
