@@ -134,6 +134,18 @@ for f in "$T"/short/*.wav; do pocketsphinx_continuous -infile "$f" -logfn /dev/n
 p=$(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $start}")
 echo "50 × 3 s: voxpipe ${v% *}s (model loaded once, --jobs 1)   50 runs of pocketsphinx_continuous ${p}s   ratio $(ratio "${v% *}" "$p")"
 
+echo
+echo "== the transcribe pipeline's peak memory on a 3-hour file vs a 10-minute one (one short burst a minute)"
+M3=$W/asr-mem; rm -rf "$M3"; mkdir -p "$M3/h3" "$M3/m10"
+sox -n -r 16000 -c 1 -b 16 "$M3/burst.wav" synth 1 pinknoise gain -12
+sox -n -r 16000 -c 1 -b 16 "$M3/quiet.wav" synth 59 whitenoise gain -70
+sox "$M3/burst.wav" "$M3/quiet.wav" "$M3/minute.wav"
+sox "$M3/minute.wav" "$M3/h3/three-hours.wav" repeat 179
+sox "$M3/minute.wav" "$M3/m10/ten-minutes.wav" repeat 9
+a=$(measure "$BIN" run Pipelines/transcribe.json "$M3/m10" -o "$M3/o" --force)
+b=$(measure "$BIN" run Pipelines/transcribe.json "$M3/h3" -o "$M3/o" --force)
+echo "10 min: $(awk "BEGIN{printf \"%.0f\", ${a#* }/1024}") MB in ${a% *}s   3 hours: $(awk "BEGIN{printf \"%.0f\", ${b#* }/1024}") MB in ${b% *}s   memory ratio $(ratio "${b#* }" "${a#* }")"
+
 # --- exactly-once batches (issue 6) ----------------------------------------------------------
 echo
 echo "== rerun of a finished job of 1,000 items (target: under 1 s; no audio decoded)"
