@@ -76,7 +76,7 @@ public struct ChunkStage: Stage {
             if cutter == nil { cutter = makeCutter(block.format) }
             guard let current = cutter else { continue }
             guard block.format == current.format else {
-                throw ChunkError("the stream changed format mid-way (\(current.format) to \(block.format))")
+                throw ChunkError(.unsupported, "the stream changed format mid-way (\(current.format) to \(block.format))")
             }
             for chunk in current.push(block) { try await output.send(chunk) }
         }
@@ -93,11 +93,9 @@ public struct ChunkStage: Stage {
 }
 
 /// Why chunking failed.
-public struct ChunkError: Error, CustomStringConvertible, Sendable {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
+public typealias ChunkError = ModuleError<ChunkFailure>
+
+public enum ChunkFailure: Sendable, Equatable { case unsupported }
 
 /// One item's chunking state: blocks in, finished chunks out.
 protocol Cutter: AnyObject {

@@ -71,3 +71,17 @@ public func describe(_ error: any Error) -> String {
     if ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain { return ns.localizedDescription }
     return String(describing: error)
 }
+
+/// The error type of a stage module: a code the module defines and a message that already
+/// names its context. Each module has one, as `typealias DecodeError = ModuleError<DecodeFailure>`.
+public struct ModuleError<Code: Sendable & Equatable>: Error, CustomStringConvertible, Sendable {
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -18,10 +18,3 @@ public protocol ReplyProvider: Sendable {
     /// The reply to one transcript, or nil for none.
     func reply(to transcript: Transcript, history: [ConversationTurn]) async throws -> String?
 }
-
-/// Why replying failed.
-public struct ReplyError: Error, CustomStringConvertible, Sendable {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}

@@ -52,7 +52,7 @@ final class EspeakEngine: @unchecked Sendable {
         return try lock.withLock {
             if current != voice {
                 current = nil
-                guard espeak_SetVoiceByName(voice.name) == EE_OK else { throw SynthesizeError("espeak-ng has no voice \"\(voice.name)\"") }
+                guard espeak_SetVoiceByName(voice.name) == EE_OK else { throw SynthesizeError(.voice, "espeak-ng has no voice \"\(voice.name)\"") }
                 espeak_SetParameter(espeakRATE, Int32(voice.rate), 0)
                 espeak_SetParameter(espeakPITCH, Int32(voice.pitch), 0)
                 espeak_SetParameter(espeakVOLUME, Int32(voice.volume), 0)
@@ -65,7 +65,7 @@ final class EspeakEngine: @unchecked Sendable {
                 let status = piece.withCString { cText in
                     espeak_Synth(cText, strlen(cText) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, context.toOpaque())
                 }
-                guard status == EE_OK else { throw SynthesizeError("espeak-ng failed to synthesize (error \(status.rawValue))") }
+                guard status == EE_OK else { throw SynthesizeError(.engine, "espeak-ng failed to synthesize (error \(status.rawValue))") }
             }
             espeak_Synchronize()
             return collector.samples

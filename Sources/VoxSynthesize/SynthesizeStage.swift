@@ -3,11 +3,9 @@ import Logging
 import VoxCore
 
 /// Why synthesis failed.
-public struct SynthesizeError: Error, CustomStringConvertible, Sendable {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
+public typealias SynthesizeError = ModuleError<SynthesizeFailure>
+
+public enum SynthesizeFailure: Sendable, Equatable { case voice, engine }
 
 /// A text-to-speech engine behind the `synthesize` stage.
 public protocol SpeechProvider: Sendable {

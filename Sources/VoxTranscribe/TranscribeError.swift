@@ -1,13 +1,6 @@
+import VoxCore
+
 /// Why transcription failed: a model that cannot be loaded (at prepare) or a decode error.
-public struct TranscribeError: Error, CustomStringConvertible, Sendable {
-    public enum Code: Sendable { case modelUnavailable, decodeFailed }
-    public var code: Code
-    public var message: String
+public typealias TranscribeError = ModuleError<TranscribeFailure>
 
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
-}
+public enum TranscribeFailure: Sendable, Equatable { case modelUnavailable, decodeFailed }
