@@ -2,37 +2,29 @@ import Foundation
 
 /// The error VoxCore throws: a code that decides the exit status, and a message a user can act
 /// on. Messages already carry their context (file, stage id, JSON path).
-public struct VoxError: Error, CustomStringConvertible, Sendable, Equatable {
-    /// What went wrong, in the terms of DESIGN.md's exit statuses.
-    public enum Code: Sendable, Equatable {
-        /// The command line is wrong (exit 64).
-        case usage
-        /// The spec cannot be loaded or does not type-check (exit 65).
-        case invalidSpec
-        /// No input files were found (exit 66).
-        case noInput
-        /// A provider, model or resource is unavailable at prepare (exit 69).
-        case unavailable
-        /// An output file or folder cannot be created or written (exit 73, EX_CANTCREAT).
-        case cannotCreate
-        /// Another run holds the output folder's lock (exit 75).
-        case locked
-        /// One input item is bad: reported, counted, and the batch goes on.
-        case badInput
-        /// A bug or an unexpected system failure (exit 70).
-        case `internal`
-    }
+public typealias VoxError = ModuleError<VoxFailure>
 
-    public var code: Code
-    public var message: String
+/// What went wrong, in the terms of DESIGN.md's exit statuses.
+public enum VoxFailure: Sendable, Equatable {
+    /// The command line is wrong (exit 64).
+    case usage
+    /// The spec cannot be loaded or does not type-check (exit 65).
+    case invalidSpec
+    /// No input files were found (exit 66).
+    case noInput
+    /// A provider, model or resource is unavailable at prepare (exit 69).
+    case unavailable
+    /// An output file or folder cannot be created or written (exit 73, EX_CANTCREAT).
+    case cannotCreate
+    /// Another run holds the output folder's lock (exit 75).
+    case locked
+    /// One input item is bad: reported, counted, and the batch goes on.
+    case badInput
+    /// A bug or an unexpected system failure (exit 70).
+    case `internal`
+}
 
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
-
+extension ModuleError where Code == VoxFailure {
     /// The process exit status for this error (sysexits.h values).
     public var exitCode: Int32 {
         switch code {
@@ -74,7 +66,7 @@ public func describe(_ error: any Error) -> String {
 
 /// The error type of a stage module: a code the module defines and a message that already
 /// names its context. Each module has one, as `typealias DecodeError = ModuleError<DecodeFailure>`.
-public struct ModuleError<Code: Sendable & Equatable>: Error, CustomStringConvertible, Sendable {
+public struct ModuleError<Code: Sendable & Equatable>: Error, CustomStringConvertible, Sendable, Equatable {
     public var code: Code
     public var message: String
 
