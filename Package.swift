@@ -22,6 +22,7 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSampleRate", pkgConfig: "samplerate", apt: "libsamplerate0-dev"),
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
 
@@ -32,10 +33,11 @@ let package = Package(
         ]),
         .target(name: "VoxDecode", dependencies: ["VoxCore", "CSndFile", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
+        .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxChunk", dependencies: ["VoxCore"]),
-        .target(name: "VoxTranscribe", dependencies: ["VoxCore", "CPocketSphinx"]),
-        .target(name: "VoxReply", dependencies: ["VoxCore"]),
-        .target(name: "VoxSynthesize", dependencies: ["VoxCore", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx"]),
+        .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
+        .target(name: "VoxSynthesize", dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
         .executableTarget(name: "voxpipe", dependencies: [
             "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite",
@@ -45,6 +47,7 @@ let package = Package(
 
         // Helpers shared by the test targets (not a product).
         .target(name: "VoxTestSupport", dependencies: ["VoxCore", "VoxDecode"], path: "Tests/VoxTestSupport"),
+        .testTarget(name: "VoxHTTPTests", dependencies: ["VoxTestSupport", "VoxHTTP", "VoxCore"]),
         .testTarget(name: "VoxCoreTests", dependencies: ["VoxTestSupport", "VoxCore"]),
         .testTarget(name: "VoxDecodeTests", dependencies: ["VoxTestSupport", "VoxDecode", "VoxCore", "CSndFile"]),
         .testTarget(name: "VoxResampleTests", dependencies: ["VoxTestSupport", "VoxResample", "VoxDecode", "VoxCore"]),

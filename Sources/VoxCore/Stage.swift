@@ -143,6 +143,8 @@ public struct StageContext: Sendable {
     public var versions: [String: String]
     /// File digests computed in this run, shared by every stage and the ledger.
     public var digests: DigestCache
+    /// Whether HTTP providers record or replay their exchanges.
+    public var recording: ExchangeRecording?
 
     public init(logger: Logger, specDirectory: URL, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
                 spec: JSONValue? = nil, specFingerprint: String? = nil, versions: [String: String] = [:], digests: DigestCache = DigestCache()) {
@@ -172,4 +174,11 @@ public struct ItemContext: Sendable {
         self.logger = logger
         self.stats = stats
     }
+}
+
+/// `voxpipe run --http-record DIR` or `--http-replay DIR`: HTTP providers store every exchange
+/// (secrets stripped) or answer from what was stored.
+public enum ExchangeRecording: Sendable, Equatable {
+    case record(URL)
+    case replay(URL)
 }

@@ -9,6 +9,7 @@ public struct ReplyStage: Stage {
 
     public enum Provider: Sendable {
         case rules(RulesProvider)
+        case openai(OpenAIReplier.Settings)
     }
 
     public struct Configuration: Sendable {
@@ -16,9 +17,10 @@ public struct ReplyStage: Stage {
     }
 
     public static let kind = "reply"
-    public static let summary = "Replies to each transcript: rules (offline, deterministic)."
+    public static let summary = "Replies to each transcript: rules (offline, deterministic) or an OpenAI-compatible chat model."
     public static let providers: [ProviderSpec] = [
         ProviderSpec(name: "rules", summary: "Ordered regular-expression rules with reply templates and a fallback.", options: RulesProvider.options),
+        ProviderSpec(name: "openai", summary: "POST {baseURL}/chat/completions with the lesson so far as history (OpenAI, vLLM, Ollama, LocalAI).", options: OpenAIReplier.options),
     ]
     public static let options: [OptionSpec] = [
         OptionSpec("provider", .provider(providers), help: "The reply engine and its settings (required)."),
@@ -30,6 +32,8 @@ public struct ReplyStage: Stage {
         case "rules":
             guard let url = providerOptions.url("rules") else { throw providerOptions.error("rules", "the rules provider needs a rules file") }
             return Configuration(provider: .rules(try RulesProvider(url: url)))
+        case "openai":
+            return Configuration(provider: .openai(try OpenAIReplier.settings(providerOptions)))
         default:
             throw options.error("provider", "unknown provider \"\(name)\"")
         }
@@ -38,10 +42,11 @@ public struct ReplyStage: Stage {
     public let id: String
     let provider: any ReplyProvider
 
-    public init(id: String, configuration: Configuration, context: StageContext) {
+    public init(id: String, configuration: Configuration, context: StageContext) throws {
         self.id = id
         switch configuration.provider {
         case .rules(let rules): provider = rules
+        case .openai(let settings): provider = try OpenAIReplier(settings: settings, recording: context.recording)
         }
     }
 

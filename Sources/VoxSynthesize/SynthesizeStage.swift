@@ -47,12 +47,16 @@ public struct EspeakProvider: SpeechProvider {
         return (AudioFormat(sampleRate: rate, channels: 1), pcm.map { Float($0) / 32768 })
     }
 
-    /// Splits text at sentence ends (. ! ? and line breaks) into pieces of up to `maxPiece`
-    /// characters, long sentences at spaces.
-    static func pieces(_ text: String) -> [String] {
+    static func pieces(_ text: String) -> [String] { TextPieces.split(text, maxCharacters: maxPiece) }
+}
+
+/// Text cut for speech engines: whole sentences (. ! ? and line breaks) packed into pieces of
+/// at most `maxCharacters`; a longer sentence is cut at its last space before the limit.
+public enum TextPieces {
+    public static func split(_ text: String, maxCharacters: Int) -> [String] {
         var packed: [String] = []
-        for sentence in sentences(text) {
-            if let last = packed.last, last.count + 1 + sentence.count <= maxPiece {
+        for sentence in sentences(text, maxCharacters: maxCharacters) {
+            if let last = packed.last, last.count + 1 + sentence.count <= maxCharacters {
                 packed[packed.count - 1] = last + " " + sentence
             } else {
                 packed.append(sentence)
@@ -62,7 +66,7 @@ public struct EspeakProvider: SpeechProvider {
     }
 
     /// Sentences (and parts of over-long ones), trimmed, without empty ones.
-    static func sentences(_ text: String) -> [String] {
+    public static func sentences(_ text: String, maxCharacters: Int) -> [String] {
         var sentences: [String] = []
         var current = ""
         for ch in text {
@@ -76,8 +80,8 @@ public struct EspeakProvider: SpeechProvider {
         var out: [String] = []
         for sentence in sentences {
             var rest = Substring(sentence.trimmingCharacters(in: .whitespacesAndNewlines))
-            while rest.count > maxPiece {
-                let limit = rest.index(rest.startIndex, offsetBy: maxPiece)
+            while rest.count > maxCharacters {
+                let limit = rest.index(rest.startIndex, offsetBy: maxCharacters)
                 let cut = rest[..<limit].lastIndex(of: " ") ?? limit
                 out.append(String(rest[..<cut]))
                 rest = rest[cut...].drop { $0 == " " }
@@ -95,14 +99,18 @@ public struct SynthesizeStage: Stage {
     public typealias Input = Reply
     public typealias Output = Speech
 
-    public enum Provider: Sendable { case espeak(EspeakProvider) }
+    public enum Provider: Sendable {
+        case espeak(EspeakProvider)
+        case openai(OpenAISpeaker.Settings)
+    }
 
     public struct Configuration: Sendable { public var provider: Provider }
 
     public static let kind = "synthesize"
-    public static let summary = "Speaks each reply: espeak-ng (offline)."
+    public static let summary = "Speaks each reply: espeak-ng (offline) or an OpenAI-compatible speech server."
     public static let providers: [ProviderSpec] = [
         ProviderSpec(name: "espeak-ng", summary: "eSpeak NG, offline; 22.05 kHz mono.", options: EspeakProvider.options),
+        ProviderSpec(name: "openai", summary: "POST {baseURL}/audio/speech (OpenAI, speaches, LocalAI); 24 kHz mono for pcm.", options: OpenAISpeaker.options),
     ]
     public static let options: [OptionSpec] = [
         OptionSpec("provider", .provider(providers), default: ["name": "espeak-ng"], help: "The speech engine and its settings."),
@@ -112,6 +120,7 @@ public struct SynthesizeStage: Stage {
         guard let (name, providerOptions) = options.provider() else { throw options.error("provider", "expected a provider block") }
         switch name {
         case "espeak-ng": return Configuration(provider: .espeak(EspeakProvider(providerOptions)))
+        case "openai": return Configuration(provider: .openai(OpenAISpeaker.settings(providerOptions)))
         default: throw options.error("provider", "unknown provider \"\(name)\"")
         }
     }
@@ -119,6 +128,8 @@ public struct SynthesizeStage: Stage {
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
         switch configuration.provider {
         case .espeak: StreamFormat(sampleRate: 22050, channels: 1)
+        // A WAV answer's rate is the server's; pcm is 24 kHz by the API's definition.
+        case .openai(let settings): settings.format == "pcm" ? StreamFormat(sampleRate: 24000, channels: 1) : StreamFormat(sampleRate: nil, channels: 1)
         }
     }
 
@@ -126,11 +137,12 @@ public struct SynthesizeStage: Stage {
     let provider: any SpeechProvider
     let logger: Logger
 
-    public init(id: String, configuration: Configuration, context: StageContext) {
+    public init(id: String, configuration: Configuration, context: StageContext) throws {
         self.id = id
         logger = context.logger
         switch configuration.provider {
         case .espeak(let espeak): provider = espeak
+        case .openai(let settings): provider = try OpenAISpeaker(settings: settings, recording: context.recording)
         }
     }
 

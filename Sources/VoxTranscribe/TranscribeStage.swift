@@ -10,11 +10,13 @@ public struct TranscribeStage: Stage {
     /// The chosen provider and its settings.
     public enum Provider: Sendable {
         case pocketsphinx(PocketSphinxProvider.Settings)
+        case openai(OpenAITranscriber.Settings)
 
         /// The stream format the provider needs, if it needs one.
         var requiredFormat: (format: StreamFormat, name: String)? {
             switch self {
             case .pocketsphinx: (StreamFormat(sampleRate: 16000, channels: 1), "pocketsphinx")
+            case .openai: nil
             }
         }
     }
@@ -24,9 +26,10 @@ public struct TranscribeStage: Stage {
     }
 
     public static let kind = "transcribe"
-    public static let summary = "Speech to text, per chunk: pocketsphinx (offline)."
+    public static let summary = "Speech to text, per chunk: pocketsphinx (offline) or an OpenAI-compatible server."
     public static let providers: [ProviderSpec] = [
         ProviderSpec(name: "pocketsphinx", summary: "CMU PocketSphinx, offline; takes 16 kHz mono.", options: PocketSphinxProvider.options),
+        ProviderSpec(name: "openai", summary: "POST {baseURL}/audio/transcriptions (OpenAI, whisper.cpp server, speaches, LocalAI).", options: OpenAITranscriber.options),
     ]
     public static let options: [OptionSpec] = [
         OptionSpec("provider", .provider(providers), default: ["name": "pocketsphinx"], help: "The speech-to-text engine and its settings."),
@@ -36,6 +39,7 @@ public struct TranscribeStage: Stage {
         guard let (name, providerOptions) = options.provider() else { throw options.error("provider", "expected a provider block") }
         switch name {
         case "pocketsphinx": return Configuration(provider: .pocketsphinx(PocketSphinxProvider.settings(providerOptions)))
+        case "openai": return Configuration(provider: .openai(OpenAITranscriber.settings(providerOptions)))
         default: throw options.error("provider", "unknown provider \"\(name)\"")
         }
     }
@@ -47,18 +51,19 @@ public struct TranscribeStage: Stage {
         return input
     }
 
-    static func makeProvider(_ provider: Provider) -> any TranscriptionProvider {
+    static func makeProvider(_ provider: Provider, context: StageContext) throws -> any TranscriptionProvider {
         switch provider {
         case .pocketsphinx(let settings): PocketSphinxProvider(settings: settings)
+        case .openai(let settings): try OpenAITranscriber(settings: settings, recording: context.recording)
         }
     }
 
     public let id: String
     let provider: any TranscriptionProvider
 
-    public init(id: String, configuration: Configuration, context: StageContext) {
+    public init(id: String, configuration: Configuration, context: StageContext) throws {
         self.id = id
-        provider = Self.makeProvider(configuration.provider)
+        provider = try Self.makeProvider(configuration.provider, context: context)
     }
 
     public func prepare() async throws { try await provider.prepare() }

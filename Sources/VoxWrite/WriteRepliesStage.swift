@@ -81,7 +81,7 @@ public struct WriteRepliesStage: Stage {
             }
             let chunk = reply.transcript.chunk
             let file = speech != nil ? configuration.audioFrom.map { ItemOutputs.fileName(stageID: $0, index: chunk.index, ext: "wav") } : nil
-            let audio = configuration.embedAudio ? speech.map { WAVData.pcm16($0.audio).base64EncodedString() } : nil
+            let audio = configuration.embedAudio ? speech.map { WAVData.pcm16($0.audio.samples, format: $0.audio.format).base64EncodedString() } : nil
             turns.append(Turn(turn: turns.count + 1, start: r(chunk.start), end: r(chunk.end), transcription: reply.transcript.text, reply: reply.text, audioFile: file, audio: audio))
         }
         let encoder = JSONEncoder()
@@ -90,21 +90,5 @@ public struct WriteRepliesStage: Stage {
         let temp = try item.outputs.reserve(stageID: id, ext: "json")
         try AtomicFile.writeFile(data + Data("\n".utf8), to: temp)
         try await output.send(try item.outputs.artifact(for: temp))
-    }
-}
-
-/// A WAV file in memory: 16-bit PCM, canonical 44-byte header.
-enum WAVData {
-    static func pcm16(_ chunk: AudioChunk) -> Data {
-        func le32(_ v: UInt32) -> Data { withUnsafeBytes(of: v.littleEndian) { Data($0) } }
-        func le16(_ v: UInt16) -> Data { withUnsafeBytes(of: v.littleEndian) { Data($0) } }
-        let channels = UInt16(chunk.format.channels), rate = UInt32(chunk.format.sampleRate)
-        let dataBytes = UInt32(chunk.samples.count * 2)
-        var d = Data("RIFF".utf8) + le32(36 + dataBytes) + Data("WAVE".utf8)
-        d += Data("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate) + le32(rate * UInt32(channels) * 2) + le16(channels * 2) + le16(16)
-        d += Data("data".utf8) + le32(dataBytes)
-        var pcm = chunk.samples.map { Int16(clamping: Int(($0 * 32767).rounded())).littleEndian }
-        d += pcm.withUnsafeMutableBytes { Data($0) }
-        return d
     }
 }

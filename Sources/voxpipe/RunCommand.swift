@@ -28,9 +28,12 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write one JSON line per item (status, error, seconds, artifact hashes).", valueName: "FILE.jsonl")) var report: String?
     @Option(help: ArgumentHelp("Write Prometheus textfile-collector metrics.", valueName: "FILE.prom")) var metrics: String?
     @Option(help: ArgumentHelp("Write JUnit XML, one test case per item.", valueName: "FILE.xml")) var junit: String?
+    @Option(help: ArgumentHelp("Store every HTTP exchange of the providers (keys stripped) in this folder.", valueName: "DIR")) var httpRecord: String?
+    @Option(help: ArgumentHelp("Answer HTTP providers from recorded exchanges only; an unrecorded request fails its item.", valueName: "DIR")) var httpReplay: String?
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
 
     func validate() throws {
+        if httpRecord != nil && httpReplay != nil { throw ValidationError("--http-record and --http-replay exclude each other") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if output.isEmpty { throw ValidationError("--output must name a folder") }
         if let shardCount, shardCount < 1 { throw ValidationError("--shard-count must be at least 1") }
@@ -51,7 +54,15 @@ struct RunCommand: AsyncParsableCommand {
             let digests = DigestCache()
             let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion, digests: digests)
             let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger, force: force)
-            let context = makeContext(plan: plan, specPath: spec, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
+            var context = makeContext(plan: plan, specPath: spec, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
+            if let httpRecord { context.recording = .record(URL(fileURLWithPath: httpRecord).standardizedFileURL) }
+            if let httpReplay {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: httpReplay, isDirectory: &isDirectory), isDirectory.boolValue else {
+                    throw VoxError(.usage, "--http-replay \(httpReplay): no such folder")
+                }
+                context.recording = .replay(URL(fileURLWithPath: httpReplay).standardizedFileURL)
+            }
 
             if dryRun {
                 printDryRun(plan: plan, items: items, ledger: ledger, shard: shard, total: all.count)

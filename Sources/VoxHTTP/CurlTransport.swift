@@ -1,0 +1,128 @@
+internal import CCurl
+import Foundation
+import VoxCore
+
+/// One HTTP exchange's request.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: Data
+
+    public init(method: String, url: String, headers: [(String, String)] = [], body: Data = Data()) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// One HTTP exchange's response. Header names are lowercased.
+public struct HTTPResponse: Sendable, Codable, Equatable {
+    public var status: Int
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(status: Int, headers: [String: String], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Why an exchange failed.
+public typealias HTTPError = ModuleError<HTTPFailure>
+
+public enum HTTPFailure: Sendable, Equatable {
+    /// Could not connect, or the connection broke (retried).
+    case connection
+    /// Timed out, or stalled below the low-speed limit (retried).
+    case timeout
+    /// The server answered with an error status.
+    case status(Int)
+    /// The account has no quota left (never retried).
+    case quota
+    /// The answer was not what the API defines.
+    case invalidResponse
+    /// `--http-replay` has no recording of this request.
+    case notRecorded
+}
+
+/// Performs exchanges with libcurl. A blocking call, so it runs on a thread of its own rather
+/// than one of Swift's cooperative ones.
+struct CurlTransport: Sendable {
+    static let initialized: Bool = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK }()
+
+    func perform(_ request: HTTPRequest, settings: HTTPSettings) async throws -> HTTPResponse {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(with: Result { try performBlocking(request, settings: settings) })
+            }
+        }
+    }
+
+    final class Sink {
+        var body = Data()
+        var headers: [String: String] = [:]
+    }
+
+    func performBlocking(_ request: HTTPRequest, settings: HTTPSettings) throws -> HTTPResponse {
+        _ = Self.initialized
+        guard let handle = curl_easy_init() else { throw HTTPError(.connection, "libcurl could not start a transfer") }
+        defer { curl_easy_cleanup(handle) }
+        let sink = Sink()
+        let context = Unmanaged.passRetained(sink)
+        defer { context.release() }
+        var list: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(list) }
+        for (name, value) in request.headers { list = curl_slist_append(list, "\(name): \(value)") }
+        // No "Expect: 100-continue" round trip before uploads.
+        list = curl_slist_append(list, "Expect:")
+
+        vox_curl_setopt_string(handle, CURLOPT_URL, request.url)
+        vox_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method)
+        vox_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, list)
+        vox_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        vox_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeout * 1000))
+        vox_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(settings.timeout(forBytes: request.body.count) * 1000))
+        vox_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedBytes)
+        vox_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, settings.lowSpeedSeconds)
+        vox_curl_setopt_long(handle, CURLOPT_ACCEPT_ENCODING, 0)
+        vox_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, context.toOpaque())
+        vox_curl_setopt_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, user in
+            guard let data, let user else { return 0 }
+            Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue().body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
+            return size * count
+        }
+        vox_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, context.toOpaque())
+        vox_curl_setopt_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, user in
+            guard let data, let user else { return 0 }
+            let line = String(decoding: UnsafeRawBufferPointer(start: data, count: size * count), as: UTF8.self)
+            if let colon = line.firstIndex(of: ":") {
+                let name = line[..<colon].lowercased()
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+                Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue().headers[name] = value
+            }
+            return size * count
+        }
+        let code: CURLcode = request.body.withUnsafeBytes { body in
+            if request.method != "GET" {
+                if let base = body.baseAddress {
+                    vox_curl_setopt_ptr(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: base))
+                } else {
+                    vox_curl_setopt_string(handle, CURLOPT_POSTFIELDS, "")
+                }
+                vox_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+            }
+            return curl_easy_perform(handle)
+        }
+        guard code == CURLE_OK else {
+            let message = String(cString: curl_easy_strerror(code))
+            switch code {
+            case CURLE_OPERATION_TIMEDOUT: throw HTTPError(.timeout, "timed out or stalled (\(message))")
+            default: throw HTTPError(.connection, message)
+            }
+        }
+        return HTTPResponse(status: vox_curl_response_code(handle), headers: sink.headers, body: sink.body)
+    }
+}

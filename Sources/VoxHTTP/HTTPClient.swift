@@ -1,0 +1,181 @@
+import Foundation
+import VoxCore
+
+/// A provider's connection to its server: retries connection errors, 408, 409, 429 and 5xx with
+/// exponential backoff and full jitter, honouring `Retry-After`; never retries other 4xx or an
+/// `insufficient_quota` error; keeps to a requests-per-minute limit and a cap on requests in
+/// flight; records or replays exchanges; and keeps the API key out of every message.
+public final class HTTPClient: Sendable {
+    public let settings: HTTPSettings
+    let apiKey: String?
+    let recording: ExchangeRecording?
+    let limiter: RateLimiter
+    let transport = CurlTransport()
+    /// Waits between attempts; tests pass their own to record the waits.
+    let sleep: @Sendable (Double) async throws -> Void
+    /// A number in 0..<1 for jitter.
+    let random: @Sendable () -> Double
+
+    public init(settings: HTTPSettings, apiKey: String?, recording: ExchangeRecording?,
+                sleep: @escaping @Sendable (Double) async throws -> Void = { try await Task.sleep(nanoseconds: UInt64($0 * 1e9)) },
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+        self.settings = settings
+        self.apiKey = apiKey
+        self.recording = recording
+        limiter = RateLimiter(perMinute: settings.requestsPerMinute, maxInFlight: settings.maxInFlight)
+        self.sleep = sleep
+        self.random = random
+    }
+
+    /// `{baseURL}/{path}`.
+    public func url(_ path: String) -> String { settings.baseURL + "/" + path }
+
+    /// Sends a request (the key is added here) and returns a 2xx response; throws `HTTPError`
+    /// with the server's own message otherwise.
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        if case .replay(let folder) = recording { return try replay(request, from: folder) }
+        var authorized = request
+        if let apiKey { authorized.headers.append(("Authorization", "Bearer \(apiKey)")) }
+        var attempt = 0
+        while true {
+            try Task.checkCancellation()
+            let outcome: Result<HTTPResponse, any Error>
+            await limiter.acquire()
+            do {
+                outcome = .success(try await transport.perform(authorized, settings: settings))
+            } catch {
+                outcome = .failure(error)
+            }
+            await limiter.release()
+            let (retry, wait, failure) = judge(outcome, attempt: attempt)
+            if retry == false {
+                if let failure { throw redacted(failure) }
+                guard case .success(let response) = outcome else { throw redacted(HTTPError(.invalidResponse, "no response")) }
+                if case .record(let folder) = recording { try record(request, response, into: folder) }
+                return response
+            }
+            attempt += 1
+            try await sleep(wait)
+        }
+    }
+
+    /// Whether to try again, after how long, or the error to give up with.
+    func judge(_ outcome: Result<HTTPResponse, any Error>, attempt: Int) -> (retry: Bool, wait: Double, failure: HTTPError?) {
+        let backoff = random() * min(settings.backoffCap, settings.backoffBase * pow(2, Double(attempt)))
+        let canRetry = attempt < settings.maxRetries
+        switch outcome {
+        case .failure(let error):
+            let failure = (error as? HTTPError) ?? HTTPError(.connection, describe(error))
+            return (canRetry, backoff, canRetry ? nil : HTTPError(failure.code, "\(failure.message) (gave up after \(attempt + 1) attempts)"))
+        case .success(let response):
+            if (200..<300).contains(response.status) { return (false, 0, nil) }
+            let message = Self.serverMessage(response)
+            if response.status == 429 && message.code == "insufficient_quota" {
+                return (false, 0, HTTPError(.quota, "the account has no quota left (429 insufficient_quota): \(message.text)"))
+            }
+            let retryable = [408, 409, 429].contains(response.status) || (500..<600).contains(response.status)
+            guard retryable && canRetry else {
+                let after = retryable ? " (gave up after \(attempt + 1) attempts)" : ""
+                return (false, 0, HTTPError(.status(response.status), "the server answered \(response.status): \(message.text)\(after)"))
+            }
+            return (true, Self.retryAfter(response) ?? backoff, nil)
+        }
+    }
+
+    /// `Retry-After` in seconds (a number, or an HTTP date), capped at 10 minutes.
+    static func retryAfter(_ response: HTTPResponse) -> Double? {
+        guard let value = response.headers["retry-after"] else { return nil }
+        if let seconds = Double(value.trimmingCharacters(in: .whitespaces)) { return min(max(0, seconds), 600) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: value).map { min(max(0, $0.timeIntervalSinceNow), 600) }
+    }
+
+    /// OpenAI-style `{"error": {"message", "code"}}`, else the start of the body.
+    static func serverMessage(_ response: HTTPResponse) -> (text: String, code: String?) {
+        if let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any], let error = object["error"] as? [String: Any] {
+            return ((error["message"] as? String) ?? "error", (error["code"] as? String) ?? (error["type"] as? String))
+        }
+        let text = String(decoding: response.body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return (text.isEmpty ? "(empty body)" : text, nil)
+    }
+
+    /// The error with the key (if a server echoed it) replaced.
+    func redacted(_ error: HTTPError) -> HTTPError {
+        guard let apiKey, !apiKey.isEmpty, error.message.contains(apiKey) else { return error }
+        return HTTPError(error.code, error.message.replacingOccurrences(of: apiKey, with: "[redacted]"))
+    }
+
+    // MARK: record and replay
+
+    /// The recording's name for a request: method, path after the base URL, and the body. No
+    /// header (the key is one) takes part.
+    func exchangeKey(_ request: HTTPRequest) -> String {
+        let path = request.url.hasPrefix(settings.baseURL) ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
+        let d = Digest(.sha256)
+        d.update(Data("\(request.method) \(path)\n".utf8))
+        d.update(request.body)
+        return d.finalizeHex()
+    }
+
+    struct Exchange: Codable {
+        var method: String
+        var path: String
+        var requestBodySHA256: String
+        var response: HTTPResponse
+    }
+
+    func record(_ request: HTTPRequest, _ response: HTTPResponse, into folder: URL) throws {
+        let path = request.url.hasPrefix(settings.baseURL) ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
+        var clean = response
+        if let apiKey, !apiKey.isEmpty, let text = String(data: response.body, encoding: .utf8), text.contains(apiKey) {
+            clean.body = Data(text.replacingOccurrences(of: apiKey, with: "[redacted]").utf8)
+        }
+        let exchange = Exchange(method: request.method, path: path, requestBodySHA256: Digest.hex(request.body), response: clean)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try AtomicFile.write(try encoder.encode(exchange), to: folder.appendingPathComponent("\(exchangeKey(request)).json"))
+    }
+
+    func replay(_ request: HTTPRequest, from folder: URL) throws -> HTTPResponse {
+        let file = folder.appendingPathComponent("\(exchangeKey(request)).json")
+        guard let data = FileManager.default.contents(atPath: file.path), let exchange = try? JSONDecoder().decode(Exchange.self, from: data) else {
+            let path = request.url.hasPrefix(settings.baseURL) ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
+            throw HTTPError(.notRecorded, "--http-replay: no recorded exchange for \(request.method) \(path) (\(file.lastPathComponent) in \(folder.path))")
+        }
+        return exchange.response
+    }
+}
+
+/// Spaces requests to keep under a per-minute limit and caps those in flight.
+actor RateLimiter {
+    let interval: Double
+    let maxInFlight: Int
+    var next = ContinuousClock.now
+    var inFlight = 0
+    var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(perMinute: Double, maxInFlight: Int) {
+        interval = perMinute > 0 ? 60 / perMinute : 0
+        self.maxInFlight = max(1, maxInFlight)
+    }
+
+    func acquire() async {
+        if inFlight >= maxInFlight {
+            await withCheckedContinuation { waiting.append($0) }
+        }
+        inFlight += 1
+        if interval > 0 {
+            let now = ContinuousClock.now
+            let start = max(now, next)
+            next = start + .milliseconds(Int64(interval * 1000))
+            if start > now { try? await Task.sleep(until: start, clock: .continuous) }
+        }
+    }
+
+    func release() {
+        inFlight -= 1
+        if !waiting.isEmpty { waiting.removeFirst().resume() }
+    }
+}

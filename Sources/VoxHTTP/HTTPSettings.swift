@@ -1,0 +1,71 @@
+import Foundation
+import VoxCore
+
+/// How a provider talks to its server: where, with which key, and how patiently. Read from the
+/// spec's provider block; every option has a default.
+public struct HTTPSettings: Sendable, Equatable {
+    /// `baseURL` from the spec, else OPENAI_BASE_URL, else OpenAI's own API.
+    public var baseURL: String
+    /// Where the key comes from: an environment variable, or a key file. Never the spec itself.
+    public var apiKeyEnv: String
+    public var apiKeyFile: URL?
+    public var connectTimeout: Double
+    /// Seconds for a request with no body; uploads get more (see `timeout(forBytes:)`).
+    public var timeout: Double
+    /// Abort when fewer than `lowSpeedBytes` per second flow for `lowSpeedSeconds`.
+    public var lowSpeedBytes: Int
+    public var lowSpeedSeconds: Int
+    public var maxRetries: Int
+    public var backoffBase: Double
+    public var backoffCap: Double
+    /// Requests a minute to this server (plans of 10, 30 and 100 a minute are common); 0: no limit.
+    public var requestsPerMinute: Double
+    public var maxInFlight: Int
+
+    public static let defaultBaseURL = "https://api.openai.com/v1"
+
+    public static let options: [OptionSpec] = [
+        OptionSpec("baseURL", .string, help: "Server base URL; absent: $OPENAI_BASE_URL, else https://api.openai.com/v1."),
+        OptionSpec("apiKeyEnv", .string, default: "OPENAI_API_KEY", help: "Environment variable holding the API key."),
+        OptionSpec("apiKeyFile", .path, help: "File holding the API key (instead of the environment)."),
+        OptionSpec("connectTimeout", .number(0.1...300), default: 10, help: "Seconds to connect."),
+        OptionSpec("timeout", .number(1...3600), default: 60, help: "Seconds for a request, plus 1 s for every 100 kB uploaded."),
+        OptionSpec("lowSpeedSeconds", .integer(1...3600), default: 20, help: "Abort a transfer slower than 1 kB/s for this long."),
+        OptionSpec("maxRetries", .integer(0...20), default: 5, help: "Retries after connection errors, 408, 409, 429 and 5xx."),
+        OptionSpec("backoff", .number(0.001...60), default: 0.5, help: "First backoff in seconds; doubles each retry (full jitter), capped at 30 s."),
+        OptionSpec("requestsPerMinute", .number(0...100_000), default: 0, help: "Rate limit for this provider; 0: none."),
+        OptionSpec("maxInFlight", .integer(1...256), default: 4, help: "Requests to this provider at once."),
+    ]
+
+    public init(_ options: StageOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        var base = options.string("baseURL") ?? environment["OPENAI_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBaseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        baseURL = base
+        apiKeyEnv = options.string("apiKeyEnv") ?? "OPENAI_API_KEY"
+        apiKeyFile = options.url("apiKeyFile")
+        connectTimeout = options.double("connectTimeout") ?? 10
+        timeout = options.double("timeout") ?? 60
+        lowSpeedBytes = 1000
+        lowSpeedSeconds = options.int("lowSpeedSeconds") ?? 20
+        maxRetries = options.int("maxRetries") ?? 5
+        backoffBase = options.double("backoff") ?? 0.5
+        backoffCap = 30
+        requestsPerMinute = options.double("requestsPerMinute") ?? 0
+        maxInFlight = options.int("maxInFlight") ?? 4
+    }
+
+    /// The total timeout for a request that uploads `bytes`: slow links still get to finish.
+    public func timeout(forBytes bytes: Int) -> Double { timeout + Double(bytes) / 100_000 }
+
+    /// The API key: from the key file, else the environment variable; nil when neither has one.
+    public func apiKey(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+        if let apiKeyFile {
+            guard let text = try? String(contentsOf: apiKeyFile, encoding: .utf8) else {
+                throw VoxError(.unavailable, "cannot read the API key file \(apiKeyFile.path)")
+            }
+            let key = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            return key.isEmpty ? nil : key
+        }
+        return environment[apiKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import VoxCore
+import VoxHTTP
+
+/// Replies from a chat model through an OpenAI-compatible `POST {baseURL}/chat/completions`
+/// (OpenAI, vLLM, Ollama, LocalAI, …): a system prompt, the last `memory` turns of the same
+/// item as history (so the tutor remembers the lesson), then the learner's words.
+public struct OpenAIReplier: ReplyProvider {
+    public struct Settings: Sendable {
+        public var http: HTTPSettings
+        public var model: String
+        public var systemPrompt: String?
+        public var memory: Int
+        public var temperature: Double?
+        public var maxTokens: Int?
+        public var seed: Int?
+    }
+
+    public static let options: [OptionSpec] = HTTPSettings.options + [
+        OptionSpec("model", .string, default: "gpt-4o-mini", help: "Chat model."),
+        OptionSpec("systemPrompt", .string, help: "The system prompt, inline."),
+        OptionSpec("systemPromptFile", .path, help: "The system prompt, from a file."),
+        OptionSpec("memory", .integer(0...200), default: 10, help: "Earlier turns of the same item sent as history."),
+        OptionSpec("temperature", .number(0...2), help: "Sampling temperature."),
+        OptionSpec("maxTokens", .integer(1...1_000_000), help: "Longest reply in tokens."),
+        OptionSpec("seed", .integer(0...Int(Int32.max)), help: "Seed, for servers that sample reproducibly."),
+    ]
+
+    public static func settings(_ options: StageOptions) throws -> Settings {
+        var prompt = options.string("systemPrompt")
+        if let file = options.url("systemPromptFile") {
+            guard prompt == nil else { throw options.error("systemPromptFile", "give systemPrompt or systemPromptFile, not both") }
+            guard let text = try? String(contentsOf: file, encoding: .utf8) else { throw options.error("systemPromptFile", "cannot read \(file.path)") }
+            prompt = text
+        }
+        return Settings(http: HTTPSettings(options), model: options.string("model") ?? "gpt-4o-mini", systemPrompt: prompt, memory: options.int("memory") ?? 10,
+                        temperature: options.double("temperature"), maxTokens: options.int("maxTokens"), seed: options.int("seed"))
+    }
+
+    let settings: Settings
+    let connection: OpenAIConnection
+
+    public init(settings: Settings, recording: ExchangeRecording?) throws {
+        self.settings = settings
+        connection = try OpenAIConnection(settings: settings.http, recording: recording)
+    }
+
+    public func prepare() async throws { try await connection.prepare(provider: "openai chat") }
+
+    /// The messages sent for one turn.
+    func messages(for transcript: Transcript, history: [ConversationTurn]) -> [[String: String]] {
+        var messages: [[String: String]] = []
+        if let prompt = settings.systemPrompt { messages.append(["role": "system", "content": prompt]) }
+        for turn in history.suffix(settings.memory) {
+            messages.append(["role": "user", "content": turn.user])
+            messages.append(["role": "assistant", "content": turn.assistant])
+        }
+        messages.append(["role": "user", "content": transcript.text])
+        return messages
+    }
+
+    public func reply(to transcript: Transcript, history: [ConversationTurn]) async throws -> String? {
+        var body: [String: Any] = ["model": settings.model, "messages": messages(for: transcript, history: history)]
+        if let t = settings.temperature { body["temperature"] = t }
+        if let m = settings.maxTokens { body["max_tokens"] = m }
+        if let s = settings.seed { body["seed"] = s }
+        let object = try OpenAIConnection.object(try await connection.postJSON("chat/completions", body))
+        guard let choices = object["choices"] as? [[String: Any]], let message = choices.first?["message"] as? [String: Any],
+              let content = message["content"] as? String else {
+            throw HTTPError(.invalidResponse, "the chat answer has no choices[0].message.content")
+        }
+        let text = content.trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : text
+    }
+}

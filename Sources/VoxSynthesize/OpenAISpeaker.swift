@@ -1,0 +1,68 @@
+import Foundation
+import VoxCore
+import VoxHTTP
+
+/// Speech from an OpenAI-compatible `POST {baseURL}/audio/speech` (OpenAI, speaches, LocalAI,
+/// …), as WAV or raw PCM (24 kHz mono 16-bit); text over 4,096 characters goes in pieces cut at
+/// sentence ends.
+public struct OpenAISpeaker: SpeechProvider {
+    public struct Settings: Sendable {
+        public var http: HTTPSettings
+        public var model: String
+        public var voice: String
+        public var speed: Double?
+        public var format: String
+    }
+
+    public static let options: [OptionSpec] = HTTPSettings.options + [
+        OptionSpec("model", .string, default: "tts-1", help: "Speech model."),
+        OptionSpec("voice", .string, default: "alloy", help: "The server's voice name."),
+        OptionSpec("speed", .number(0.25...4), help: "Speaking speed, 1 is normal."),
+        OptionSpec("format", .choice(["wav", "pcm"]), default: "wav", help: "wav, or pcm (raw 24 kHz mono 16-bit)."),
+    ]
+
+    public static func settings(_ options: StageOptions) -> Settings {
+        Settings(http: HTTPSettings(options), model: options.string("model") ?? "tts-1", voice: options.string("voice") ?? "alloy",
+                 speed: options.double("speed"), format: options.string("format") ?? "wav")
+    }
+
+    /// The API's longest input.
+    static let maxCharacters = 4096
+    static let pcmFormat = AudioFormat(sampleRate: 24000, channels: 1)
+
+    let settings: Settings
+    let connection: OpenAIConnection
+
+    public init(settings: Settings, recording: ExchangeRecording?) throws {
+        self.settings = settings
+        connection = try OpenAIConnection(settings: settings.http, recording: recording)
+    }
+
+    public func prepare() async throws { try await connection.prepare(provider: "openai speech") }
+
+    public func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float]) {
+        var format: AudioFormat?
+        var samples: [Float] = []
+        for piece in TextPieces.split(text, maxCharacters: Self.maxCharacters) {
+            var body: [String: Any] = ["model": settings.model, "voice": settings.voice, "input": piece, "response_format": settings.format]
+            if let speed = settings.speed { body["speed"] = speed }
+            let response = try await connection.postJSON("audio/speech", body)
+            let audio: (format: AudioFormat, samples: [Float])
+            if settings.format == "pcm" {
+                let count = response.body.count / 2
+                audio = (Self.pcmFormat, response.body.withUnsafeBytes { raw in
+                    (0..<count).map { Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self))) / 32768 }
+                })
+            } else {
+                guard let decoded = WAVData.decodePCM16(response.body) else {
+                    throw HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (\(response.body.count) bytes)")
+                }
+                audio = decoded
+            }
+            if let format, format != audio.format { throw HTTPError(.invalidResponse, "the server changed audio format between pieces") }
+            format = audio.format
+            samples += audio.samples
+        }
+        return (format ?? Self.pcmFormat, samples)
+    }
+}
