@@ -233,3 +233,20 @@ echo "2 seats each, bags without the upload ('original': false): 5 min ${t5% *}s
 echo "2 seats each, bags with a copy of the upload (default):     5 min ${c5% *}s, 60 min ${c60% *}s, ratio $(ratio "${c60% *}" "${c5% *}") (each bag copies the upload and takes its SHA-512)"
 echo "sox upload.wav -r 48000 -c 1 out.wav trim -300 (one channel mix, no bag) on the 60-minute upload: ${s60% *}s; voxpipe without the upload copy / sox: $(ratio "${t60% *}" "${s60% *}")"
 "$BIN" verify "$E7/o60" | sed 's/^/  /'
+
+# --- OpenAI-compatible providers (issue 5) ---------------------------------------------------
+echo
+echo "== HTTP providers: voxpipe's own CPU time per request on loopback (target: under 1 ms)"
+H5=$W/http; rm -rf "$H5"; mkdir -p "$H5/in"
+cp "$W/lesson/in/lesson.wav" "$H5/in/" 2>/dev/null || sox "$W/asr/long.wav" "$H5/in/lesson.wav"
+python3 Tests/Fixtures/fake_openai.py sk-bench "$H5/port" & SERVER=$!
+for _ in $(seq 50); do [ -f "$H5/port" ] && break; sleep 0.1; done
+export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$H5/port")/v1" OPENAI_API_KEY=sk-bench
+/usr/bin/time -o "$H5/live.time" -f "%e %U %S" "$BIN" run Pipelines/lesson-tutor-openai.json "$H5/in" -o "$H5/live" --jobs 1 >/dev/null 2>&1
+"$BIN" run Pipelines/lesson-tutor-openai.json "$H5/in" -o "$H5/recorded" --http-record "$H5/rec" --jobs 1 >/dev/null 2>&1
+kill -9 $SERVER 2>/dev/null
+requests=$(python3 -c "import json;print(len([l for l in json.load(open('$H5/live/lesson/replies.json'))['turns']])*3 + 3)")
+/usr/bin/time -o "$H5/replay.time" -f "%e %U %S" "$BIN" run Pipelines/lesson-tutor-openai.json "$H5/in" -o "$H5/replay" --http-replay "$H5/rec" --jobs 1 >/dev/null 2>&1
+read -r lw lu ls < "$H5/live.time"; read -r rw ru rs < "$H5/replay.time"
+echo "$requests requests (fresh outputs each): live run ${lw}s (cpu $(awk "BEGIN{print $lu+$ls}")s), replayed ${rw}s (cpu $(awk "BEGIN{print $ru+$rs}")s): $(awk "BEGIN{printf \"%.2f\", (($lu+$ls)-($ru+$rs))*1000/$requests}") ms of voxpipe's CPU per request"
+unset OPENAI_BASE_URL OPENAI_API_KEY

@@ -49,14 +49,30 @@ public enum HTTPFailure: Sendable, Equatable {
 }
 
 /// Performs exchanges with libcurl. A blocking call, so it runs on a thread of its own rather
-/// than one of Swift's cooperative ones.
-struct CurlTransport: Sendable {
+/// than one of Swift's cooperative ones. Easy handles are pooled and reused, so connections to
+/// the server stay open between requests (keep-alive).
+final class CurlTransport: @unchecked Sendable {
     static let initialized: Bool = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK }()
+
+    private let lock = NSLock()
+    private var idle: [UnsafeMutableRawPointer] = []
+
+    deinit { for handle in idle { curl_easy_cleanup(handle) } }
+
+    private func take() -> UnsafeMutableRawPointer? {
+        if let handle = lock.withLock({ idle.popLast() }) {
+            curl_easy_reset(handle)
+            return handle
+        }
+        return curl_easy_init()
+    }
+
+    private func giveBack(_ handle: UnsafeMutableRawPointer) { lock.withLock { idle.append(handle) } }
 
     func perform(_ request: HTTPRequest, settings: HTTPSettings) async throws -> HTTPResponse {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(with: Result { try performBlocking(request, settings: settings) })
+                continuation.resume(with: Result { try self.performBlocking(request, settings: settings) })
             }
         }
     }
@@ -68,8 +84,8 @@ struct CurlTransport: Sendable {
 
     func performBlocking(_ request: HTTPRequest, settings: HTTPSettings) throws -> HTTPResponse {
         _ = Self.initialized
-        guard let handle = curl_easy_init() else { throw HTTPError(.connection, "libcurl could not start a transfer") }
-        defer { curl_easy_cleanup(handle) }
+        guard let handle = take() else { throw HTTPError(.connection, "libcurl could not start a transfer") }
+        defer { giveBack(handle) }
         let sink = Sink()
         let context = Unmanaged.passRetained(sink)
         defer { context.release() }
