@@ -77,3 +77,26 @@ import VoxTestSupport
         #expect(!out[5].text.isEmpty)
     }
 }
+
+@Suite struct OpenAIReplierTests {
+    func transcript(_ text: String) -> Transcript {
+        Transcript(chunk: AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 1, index: 0, cut: .voice),
+                   text: text, words: [], language: "de", provider: "test", model: nil)
+    }
+
+    @Test func theSystemPromptAndTheLastTurnsOfTheLessonGoAsHistory() throws {
+        let options = StageOptions(stageID: "tutor", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
+                                   values: ["systemPrompt": "Du bist Lehrer.", "memory": 2, "baseURL": "http://127.0.0.1:9/v1"], specs: OpenAIReplier.options)
+        let replier = try OpenAIReplier(settings: try OpenAIReplier.settings(options), recording: nil)
+        let history = (1...3).map { ConversationTurn(user: "u\($0)", assistant: "a\($0)") }
+        let messages = replier.messages(for: transcript("jetzt"), history: history)
+        #expect(messages.map { $0["role"] ?? "" } == ["system", "user", "assistant", "user", "assistant", "user"])
+        #expect(messages.map { $0["content"] ?? "" } == ["Du bist Lehrer.", "u2", "a2", "u3", "a3", "jetzt"])
+    }
+
+    @Test func aPromptInlineAndFromAFileIsASpecError() throws {
+        let options = StageOptions(stageID: "tutor", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
+                                   values: ["systemPrompt": "x", "systemPromptFile": "/etc/hostname"], specs: OpenAIReplier.options)
+        #expect(throws: VoxError.self) { try OpenAIReplier.settings(options) }
+    }
+}
