@@ -49,15 +49,6 @@ import VoxTestSupport
         Dictionary(uniqueKeysWithValues: try report(url).map { ($0["path"] as? String ?? "", $0["status"] as? String ?? "") })
     }
 
-    /// Every output file with its SHA-256, manifests and lock files aside.
-    func outputHashes(_ dir: URL) throws -> [String: String] {
-        var hashes: [String: String] = [:]
-        for path in files(under: dir) where !path.hasSuffix("voxpipe.manifest.json") && !path.hasSuffix(".lock") {
-            hashes[path] = try sha256(dir.appendingPathComponent(path))
-        }
-        return hashes
-    }
-
     @Test func aRerunSkipsEverythingAndAChangedOptionRedoesEverything() throws {
         let (dir, input, spec) = try fixture()
         let out = dir.appendingPathComponent("out"), rep = dir.appendingPathComponent("r.jsonl")

@@ -13,14 +13,6 @@ import VoxTestSupport
         return env
     }
 
-    func outputs(_ dir: URL) throws -> [String: String] {
-        var hashes: [String: String] = [:]
-        for path in files(under: dir) where !path.hasSuffix("voxpipe.manifest.json") && !path.hasSuffix(".lock") {
-            hashes[path] = try sha256(dir.appendingPathComponent(path))
-        }
-        return hashes
-    }
-
     @Test func theTutorRunsAgainstTheServerThenReplaysOfflineIdenticallyAndTheKeyIsNowhere() throws {
         let canary = "sk-canary-\(UUID().uuidString)"
         let server = try FakeOpenAIServer(key: canary)
@@ -50,7 +42,7 @@ import VoxTestSupport
         let replayed = dir.appendingPathComponent("replayed")
         let replay = try voxpipe(["run", spec, input, "-o", replayed.path, "--http-replay", rec.path], environment: environment(nil, key: nil))
         #expect(replay.status == 0, "\(replay.stderr)")
-        #expect(try outputs(replayed) == outputs(out))
+        #expect(try outputHashes(replayed) == outputHashes(out))
     }
 
     @Test func aRequestTheRecordingHasNotSeenFailsItsItem() throws {

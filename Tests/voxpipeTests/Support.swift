@@ -100,3 +100,13 @@ func sha256(_ url: URL) throws -> String {
     process.waitUntilExit()
     return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
 }
+
+/// Every output file under `dir` with its SHA-256; manifests and lock files aside (they hold
+/// times and process ids).
+func outputHashes(_ dir: URL) throws -> [String: String] {
+    var hashes: [String: String] = [:]
+    for path in files(under: dir) where !path.hasSuffix("voxpipe.manifest.json") && !path.hasSuffix(".lock") {
+        hashes[path] = try sha256(dir.appendingPathComponent(path))
+    }
+    return hashes
+}
