@@ -25,6 +25,8 @@ let package = Package(
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
+        // whisper.cpp, built from PyPI's pywhispercpp source package by `make setup` (scripts/setup-whisper.sh).
+        .systemLibrary(name: "CWhisper", pkgConfig: "whisper"),
 
         .target(name: "VoxCore", dependencies: [
             "CCrypto",
@@ -35,7 +37,7 @@ let package = Package(
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxChunk", dependencies: ["VoxCore"]),
-        .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx"]),
+        .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
         .target(name: "VoxSynthesize", dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),

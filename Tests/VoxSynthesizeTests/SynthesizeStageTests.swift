@@ -66,7 +66,7 @@ import VoxTestSupport
         let chunk = speech[0].audio
         let resampled = try SoxrRateConversion().converter(channels: 1, from: chunk.format.sampleRate, to: 16000).convertAll(chunk.samples)
         let audio = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: resampled, start: 0, end: Double(resampled.count) / 16000, index: 0, cut: .whole)
-        let transcripts = try await StageHarness(TranscribeStage.self).run([audio], commit: false).outputs
+        let transcripts = try await StageHarness(TranscribeStage.self, options: ["provider": ["name": "pocketsphinx"]]).run([audio], commit: false).outputs
         let words = Set(transcripts[0].text.split(separator: " ").map(String.init))
         // pocketsphinx_continuous hears "stop the music" in the same audio; the command word must survive.
         #expect(words.contains("stop"), "heard: \(transcripts[0].text)")

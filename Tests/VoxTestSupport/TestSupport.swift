@@ -74,3 +74,25 @@ public func rms(_ samples: some Collection<Float>) -> Float {
     guard !samples.isEmpty else { return 0 }
     return (samples.reduce(0) { $0 + $1 * $1 } / Float(samples.count)).squareRoot()
 }
+
+/// Words for scoring: case folded, punctuation dropped, letters of any script (ä, ö, ü, ß) and
+/// digits kept as written.
+public func scoringWords(_ text: String) -> [String] {
+    text.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "'") }.map(String.init)
+}
+
+/// Word error rate of `hypothesis` against `reference`: (substitutions + deletions +
+/// insertions) / reference words, by Levenshtein alignment over `scoringWords`.
+public func wordErrorRate(reference: String, hypothesis: String) -> Double {
+    let r = scoringWords(reference), h = scoringWords(hypothesis)
+    guard !r.isEmpty else { return h.isEmpty ? 0 : 1 }
+    var previous = Array(0...h.count)
+    for i in 1...r.count {
+        var current = [i] + [Int](repeating: 0, count: h.count)
+        for j in stride(from: 1, through: h.count, by: 1) {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r[i - 1] == h[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return Double(previous[h.count]) / Double(r.count)
+}

@@ -7,7 +7,7 @@ import VoxCore
 @Suite struct PocketSphinxTests {
     let recording = URL(fileURLWithPath: "/usr/share/sounds/alsa/Front_Left.wav")
 
-    func transcribe(_ chunks: [AudioChunk], options: [String: JSONValue] = [:]) async throws -> [Transcript] {
+    func transcribe(_ chunks: [AudioChunk], options: [String: JSONValue] = ["provider": ["name": "pocketsphinx"]]) async throws -> [Transcript] {
         try await StageHarness(TranscribeStage.self, options: options).run(chunks, commit: false).outputs
     }
 

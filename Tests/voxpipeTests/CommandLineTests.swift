@@ -157,7 +157,7 @@ import VoxTestSupport
         """#, in: dir)
         let result = try voxpipe(["validate", spec.path])
         #expect(result.status == 65)
-        #expect(result.stderr == #"voxpipe: error: \#(spec.path): stages[3] 'asr': pocketsphinx takes 16 kHz mono; add a stage {"kind": "resample", "rate": 16000, "channels": 1} before the chunk stage, but 'turns' (chunk) gives 48 kHz mono"# + "\n")
+        #expect(result.stderr == #"voxpipe: error: \#(spec.path): stages[3] 'asr': whisper takes 16 kHz mono; add a stage {"kind": "resample", "rate": 16000, "channels": 1} before the chunk stage, but 'turns' (chunk) gives 48 kHz mono"# + "\n")
     }
 
     @Test func aMissingModelExits69AtPrepareNamingThePath() throws {
@@ -237,5 +237,55 @@ import VoxTestSupport
         #expect(!turns.isEmpty)
         #expect(turns.allSatisfy { ($0["reply"] as? String)?.isEmpty == false && $0["audioFile"] as? String != nil })
         #expect(names.contains(turns[0]["audioFile"] as? String ?? "?"))
+    }
+}
+
+@Suite(.serialized) struct WhisperCommandTests {
+    static let spec = #"""
+    {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
+    {"id":"turns","kind":"chunk","mode":"voice","maxSeconds":30},{"id":"asr","kind":"transcribe","provider":{"name":"whisper","model":"MODEL"}},
+    {"id":"t","kind":"write-transcript","formats":["txt","json","srt"]}]}
+    """#
+
+    @Test func aMissingModelExits69NamingItAndWritesNothing() throws {
+        let dir = temporaryDirectory()
+        let spec = try writeSpec(Self.spec.replacingOccurrences(of: "MODEL", with: "models/none.bin"), in: dir)
+        let out = dir.appendingPathComponent("out")
+        let result = try voxpipe(["run", spec.path, packageRoot.appendingPathComponent("Samples/speech-en.ogg").path, "-o", out.path])
+        #expect(result.status == 69)
+        #expect(result.stderr == "voxpipe: error: stage 'asr' (transcribe): whisper model not found: \(dir.path)/models/none.bin (a ggml model file, or a folder holding ggml-model.bin)\n")
+        #expect(files(under: out).filter { !$0.hasPrefix(".voxpipe") }.isEmpty)
+
+        let unknown = try writeSpec(Self.spec.replacingOccurrences(of: "MODEL", with: "huge-v9"), in: dir, name: "unknown.json")
+        let second = try voxpipe(["run", unknown.path, packageRoot.appendingPathComponent("Samples/speech-en.ogg").path, "-o", out.path])
+        #expect(second.status == 69)
+        #expect(second.stderr.hasPrefix("voxpipe: error: stage 'asr' (transcribe): whisper model 'huge-v9' is not installed (looked in "))
+    }
+
+    @Test func twoRunsGiveByteIdenticalTranscriptsAndAChangedModelRedoesTheItem() throws {
+        let dir = temporaryDirectory()
+        let models = URL(fileURLWithPath: "/usr/local/share/voxpipe/models")
+        let link = dir.appendingPathComponent("model.bin")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: models.appendingPathComponent("base/ggml-model.bin"))
+        let spec = try writeSpec(Self.spec.replacingOccurrences(of: "MODEL", with: "model.bin"), in: dir)
+        let input = packageRoot.appendingPathComponent("Samples/speech-de-44k-stereo.flac")
+        let a = dir.appendingPathComponent("a"), b = dir.appendingPathComponent("b")
+        for out in [a, b] {
+            let result = try voxpipe(["run", spec.path, input.path, "-o", out.path])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        for name in ["t.txt", "t.json", "t.srt"] {
+            let first = try Data(contentsOf: a.appendingPathComponent("speech-de-44k-stereo/\(name)"))
+            #expect(!first.isEmpty)
+            #expect(first == (try Data(contentsOf: b.appendingPathComponent("speech-de-44k-stereo/\(name)"))), "\(name) differs")
+        }
+        let report = dir.appendingPathComponent("r.jsonl")
+        #expect(try voxpipe(["run", spec.path, input.path, "-o", a.path, "--report", report.path]).status == 0)
+        #expect(try String(contentsOf: report, encoding: .utf8).contains(#""status":"skipped""#))
+        // Another model behind the same name: its content is in the item key.
+        try FileManager.default.removeItem(at: link)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: models.appendingPathComponent("tiny.en/ggml-model.bin"))
+        #expect(try voxpipe(["run", spec.path, input.path, "-o", a.path, "--report", report.path]).status == 0)
+        #expect(try String(contentsOf: report, encoding: .utf8).contains(#""status":"done""#))
     }
 }

