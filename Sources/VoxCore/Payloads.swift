@@ -208,6 +208,20 @@ public struct Word: Sendable, Hashable, Codable {
     }
 }
 
+/// A span of a transcript with times of its own (Whisper's segments within a chunk), in the
+/// original file's time.
+public struct TranscriptSegment: Sendable, Hashable, Codable {
+    public var text: String
+    public var start: Double
+    public var end: Double
+
+    public init(text: String, start: Double, end: Double) {
+        self.text = text
+        self.start = start
+        self.end = end
+    }
+}
+
 /// Text recognised in one chunk.
 public struct Transcript: Payload {
     public static let payloadType = PayloadType.transcript
@@ -217,14 +231,19 @@ public struct Transcript: Payload {
     public var language: String?
     public var provider: String
     public var model: String?
+    /// Spans within the chunk with their own times, where the engine gives them (a 30-s chunk
+    /// holds several subtitle lines); empty: the chunk is one span.
+    public var segments: [TranscriptSegment]
 
-    public init(chunk: AudioChunk, text: String, words: [Word], language: String?, provider: String, model: String?) {
+    public init(chunk: AudioChunk, text: String, words: [Word], language: String?, provider: String, model: String?,
+                segments: [TranscriptSegment] = []) {
         self.chunk = chunk
         self.text = text
         self.words = words
         self.language = language
         self.provider = provider
         self.model = model
+        self.segments = segments
     }
 
     public func carried<T: Payload>(_ type: T.Type) -> T? {

@@ -185,11 +185,21 @@ public final class WhisperProvider: TranscriptionProvider, @unchecked Sendable {
                     continuation.resume(with: Result { try decoder.decode(chunk.samples, options: options) })
                 }
             }
-            let words = Self.words(segments, offset: chunk.start, end: chunk.end)
+            var words: [Word] = []
+            var spans: [TranscriptSegment] = []
+            for segment in segments {
+                let text = segment.text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+                guard !text.isEmpty else { continue }
+                let segmentWords = Self.words([segment], offset: chunk.start, end: chunk.end)
+                words += segmentWords
+                // The segment spans its words where there are any: its timestamp tokens put a
+                // window's first segment at the window's start, however much silence precedes it.
+                spans.append(TranscriptSegment(text: text, start: segmentWords.first?.start ?? min(chunk.end, chunk.start + segment.start),
+                                               end: segmentWords.last?.end ?? min(chunk.end, chunk.start + segment.end)))
+            }
             if language == nil, !words.isEmpty { language = detected }
-            let text = segments.map(\.text).joined().split(whereSeparator: \.isWhitespace).joined(separator: " ")
-            return Transcript(chunk: chunk, text: text, words: words, language: detected ?? language, provider: "whisper",
-                              model: provider.settings.model)
+            return Transcript(chunk: chunk, text: spans.map(\.text).joined(separator: " "), words: words, language: detected ?? language,
+                              provider: "whisper", model: provider.settings.model, segments: spans)
         }
 
         func end() { decoder = nil }

@@ -5,25 +5,48 @@ import VoxCore
 public enum TranscriptFormat: String, Sendable, CaseIterable {
     case txt, srt, vtt, tsv, json
 
-    /// The file's text for segments in time order (empty transcripts already left out).
-    func render(_ segments: [Transcript]) -> String {
+    /// One timed line of a transcript file: a chunk's transcript, or one of its segments.
+    struct Cue {
+        var start: Double
+        var end: Double
+        var text: String
+        var words: [Word]
+    }
+
+    /// The cues of transcripts in time order: each transcript's segments where it has them
+    /// (each word goes with the segment it starts in), else the transcript over its chunk.
+    static func cues(_ transcripts: [Transcript]) -> [Cue] {
+        transcripts.flatMap { t -> [Cue] in
+            guard !t.segments.isEmpty else { return [Cue(start: t.chunk.start, end: t.chunk.end, text: t.text, words: t.words)] }
+            var cues = t.segments.map { Cue(start: $0.start, end: $0.end, text: $0.text, words: []) }
+            for word in t.words {
+                let k = cues.lastIndex { $0.start <= word.start } ?? 0
+                cues[k].words.append(word)
+            }
+            return cues
+        }
+    }
+
+    /// The file's text for transcripts in time order (empty transcripts already left out).
+    func render(_ transcripts: [Transcript]) -> String {
+        let cues = Self.cues(transcripts)
         switch self {
         case .txt:
-            return segments.map { $0.text + "\n" }.joined()
+            return transcripts.map { $0.text + "\n" }.joined()
         case .srt:
-            return segments.enumerated().map { i, s in
-                "\(i + 1)\n\(Self.timestamp(s.chunk.start, separator: ",")) --> \(Self.timestamp(s.chunk.end, separator: ","))\n\(s.text)\n\n"
+            return cues.enumerated().map { i, s in
+                "\(i + 1)\n\(Self.timestamp(s.start, separator: ",")) --> \(Self.timestamp(s.end, separator: ","))\n\(s.text)\n\n"
             }.joined()
         case .vtt:
-            return "WEBVTT\n\n" + segments.map { s in
-                "\(Self.timestamp(s.chunk.start, separator: ".")) --> \(Self.timestamp(s.chunk.end, separator: "."))\n\(s.text)\n\n"
+            return "WEBVTT\n\n" + cues.map { s in
+                "\(Self.timestamp(s.start, separator: ".")) --> \(Self.timestamp(s.end, separator: "."))\n\(s.text)\n\n"
             }.joined()
         case .tsv:
-            return "start\tend\ttext\n" + segments.map { s in
-                "\(Self.milliseconds(s.chunk.start))\t\(Self.milliseconds(s.chunk.end))\t\(s.text.replacingOccurrences(of: "\t", with: " "))\n"
+            return "start\tend\ttext\n" + cues.map { s in
+                "\(Self.milliseconds(s.start))\t\(Self.milliseconds(s.end))\t\(s.text.replacingOccurrences(of: "\t", with: " "))\n"
             }.joined()
         case .json:
-            return Self.json(segments)
+            return Self.json(transcripts, cues: cues)
         }
     }
 
@@ -39,13 +62,13 @@ public enum TranscriptFormat: String, Sendable, CaseIterable {
     struct JSONSegment: Encodable { var id: Int; var start: Double; var end: Double; var text: String; var words: [JSONWord] }
     struct JSONDocument: Encodable { var text: String; var language: String?; var provider: String?; var model: String?; var segments: [JSONSegment] }
 
-    static func json(_ segments: [Transcript]) -> String {
+    static func json(_ transcripts: [Transcript], cues: [Cue]) -> String {
         func r(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
         let document = JSONDocument(
-            text: segments.map(\.text).joined(separator: " "),
-            language: segments.first?.language, provider: segments.first?.provider, model: segments.first?.model,
-            segments: segments.enumerated().map { i, s in
-                JSONSegment(id: i, start: r(s.chunk.start), end: r(s.chunk.end), text: s.text,
+            text: transcripts.map(\.text).joined(separator: " "),
+            language: transcripts.first?.language, provider: transcripts.first?.provider, model: transcripts.first?.model,
+            segments: cues.enumerated().map { i, s in
+                JSONSegment(id: i, start: r(s.start), end: r(s.end), text: s.text,
                             words: s.words.map { JSONWord(word: $0.text, start: r($0.start), end: r($0.end), probability: $0.confidence.map { (($0 * 10000).rounded()) / 10000 }) })
             })
         let encoder = JSONEncoder()

@@ -108,6 +108,10 @@ import VoxCore
         #expect(he.map { $0.1 > 101.9 && $0.1 < 103 } == true, "\(t.words)")
         #expect(young.map { $0.1 > 103 && $0.1 < 106 } == true, "\(t.words)")
         #expect(amiable.map { $0.1 > 136 && $0.1 < 141 } == true, "\(t.words)")
+        // Subtitle lines: one segment per sentence, each spanning its own speech.
+        #expect(t.segments.count >= 2, "\(t.segments)")
+        #expect(t.segments.first.map { $0.start > 101.9 && $0.end < 106 } == true, "\(t.segments)")
+        #expect(t.segments.last.map { $0.start > 135.5 && $0.end <= 145 } == true, "\(t.segments)")
         #expect(wordErrorRate(reference: lines[1].text + " " + lines[4].text, hypothesis: t.text) <= 0.2, "heard: \(t.text)")
     }
 

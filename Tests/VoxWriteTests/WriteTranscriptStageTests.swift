@@ -26,6 +26,23 @@ import VoxResample
         return (out.appendingPathComponent("item"), artifacts)
     }
 
+    @Test func aTranscriptWithSegmentsGivesOneCuePerSegmentWithItsWords() async throws {
+        // A 30-s chunk that Whisper decoded as two segments.
+        var long = transcript("one two three four", start: 10, end: 40, index: 0)
+        long.words = [Word(text: "one", start: 11, end: 11.5, confidence: 0.9), Word(text: "two", start: 12, end: 12.5, confidence: 0.9),
+                      Word(text: "three", start: 31, end: 31.5, confidence: 0.9), Word(text: "four", start: 32, end: 33, confidence: 0.9)]
+        long.segments = [TranscriptSegment(text: "one two", start: 11, end: 12.5), TranscriptSegment(text: "three four", start: 31, end: 33)]
+        let out = temporaryDirectory()
+        let harness = try StageHarness(WriteTranscriptStage.self, id: "subs", options: ["formats": ["srt", "json", "txt"]], outputDirectory: out)
+        _ = try await harness.run([long])
+        let srt = try String(contentsOf: out.appendingPathComponent("item/subs.srt"), encoding: .utf8)
+        #expect(srt == "1\n00:00:11,000 --> 00:00:12,500\none two\n\n2\n00:00:31,000 --> 00:00:33,000\nthree four\n\n")
+        #expect(try String(contentsOf: out.appendingPathComponent("item/subs.txt"), encoding: .utf8) == "one two three four\n")
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("item/subs.json"))) as? [String: Any]
+        let segs = object?["segments"] as? [[String: Any]] ?? []
+        #expect(segs.map { ($0["words"] as? [[String: Any]] ?? []).compactMap { $0["word"] as? String } } == [["one", "two"], ["three", "four"]])
+    }
+
     @Test func srtHasNumberedCuesWithChunkSpans() async throws {
         let (dir, artifacts) = try await write(["srt"])
         #expect(artifacts.map(\.path) == ["item/subs.srt"])
