@@ -77,6 +77,7 @@ final class WhisperEngine: @unchecked Sendable {
         var compressionRatioThreshold = 2.4
         var logprobThreshold = -1.0
         var noSpeechThreshold = 0.6
+        var noSpeechSkipThreshold = 0.7
         var conditionOnPreviousText = true
         var initialPrompt: String?
         var threads = 1
@@ -89,6 +90,8 @@ final class WhisperEngine: @unchecked Sendable {
         var end: Double
         var text: String
         var noSpeechProbability: Double
+        /// Mean log probability of every token the segment decoded (timestamps included).
+        var averageLogprob: Double
         var tokens: [Token]
     }
 
@@ -158,8 +161,10 @@ final class WhisperEngine: @unchecked Sendable {
             let eot = whisper_token_eot(engine.context)
             for i in 0..<whisper_full_n_segments_from_state(state) {
                 var tokens: [Token] = []
+                var logprobs: [Double] = []
                 for j in 0..<whisper_full_n_tokens_from_state(state, i) {
                     let data = whisper_full_get_token_data_from_state(state, i, j)
+                    logprobs.append(Double(data.plog))
                     guard data.id < eot, let raw = whisper_full_get_token_text_from_state(engine.context, state, i, j) else { continue }
                     tokens.append(Token(bytes: Array(UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))), start: Double(data.t0) / 100, end: Double(data.t1) / 100,
                                         probability: Double(data.p), aligned: data.t_dtw >= 0 ? Double(data.t_dtw) / 100 : nil))
@@ -169,11 +174,38 @@ final class WhisperEngine: @unchecked Sendable {
                                         end: Double(whisper_full_get_segment_t1_from_state(state, i)) / 100,
                                         text: text,
                                         noSpeechProbability: Double(whisper_full_get_segment_no_speech_prob_from_state(state, i)),
+                                        averageLogprob: logprobs.reduce(0, +) / Double(max(1, logprobs.count)),
                                         tokens: tokens))
             }
             let langID = whisper_full_lang_id_from_state(state)
+            // Whisper's no-speech test, as OpenAI's transcribe() applies it to a window: likely no
+            // speech, and what was decoded is unsure. And a window Whisper itself finds very likely
+            // speechless gives no text however sure the decoding: with a language forced, noise and
+            // tones come back as confident invented sentences (measured: p 0.81 for a sine sweep,
+            // 0.88 for -50 dB noise, at most 0.23 for the speech in Samples/ and the LibriVox lines).
+            // For one window; longer audio keeps whisper.cpp's own per-window test.
+            if !segments.isEmpty, samples.count <= 30 * 16000, let p = startOfTranscriptNoSpeech(threads: options.threads) {
+                for k in segments.indices { segments[k].noSpeechProbability = p }
+                let logprob = segments.map(\.averageLogprob).reduce(0, +) / Double(segments.count)
+                if (p > options.noSpeechThreshold && logprob < options.logprobThreshold) || p > options.noSpeechSkipThreshold { segments = [] }
+            }
             let detected = langID >= 0 ? whisper_lang_str(langID).map { String(cString: $0) } : nil
             return (segments, options.language ?? detected)
+        }
+
+        /// The no-speech probability as OpenAI's Whisper defines it: the <|nospeech|> token's share
+        /// at the start-of-transcript position, for the window whisper_full encoded last.
+        /// (whisper.cpp reads it after the whole prompt, where it is near 0 even for a sine sweep.)
+        private func startOfTranscriptNoSpeech(threads: Int) -> Double? {
+            var sot = whisper_token_sot(engine.context)
+            guard whisper_decode_with_state(engine.context, state, &sot, 1, 0, Int32(max(1, threads))) == 0,
+                  let logits = whisper_get_logits_from_state(state) else { return nil }
+            let n = Int(whisper_n_vocab(engine.context))
+            let values = UnsafeBufferPointer(start: logits, count: n)
+            guard let top = values.max() else { return nil }
+            var sum = 0.0
+            for v in values { sum += exp(Double(v - top)) }
+            return exp(Double(values[Int(whisper_token_nosp(engine.context))] - top)) / sum
         }
     }
 }

@@ -42,6 +42,8 @@ public final class WhisperProvider: TranscriptionProvider, @unchecked Sendable {
         OptionSpec("logprobThreshold", .number(-20...0), default: -1, help: "Fall back when the average log probability is below this."),
         OptionSpec("noSpeechThreshold", .number(0...1), default: 0.6,
                    help: "A window whose no-speech probability is above this (and log probability low) gives no text."),
+        OptionSpec("noSpeechSkipThreshold", .number(0...1), default: 0.7,
+                   help: "A chunk of up to 30 s whose no-speech probability is above this gives no text at all (noise, music); 1 turns it off."),
         OptionSpec("conditionOnPreviousText", .boolean, default: true, help: "Prompt each window with the text decoded before it in the item."),
         OptionSpec("initialPrompt", .string, help: "Text to prompt an item's first window with (names, vocabulary, style)."),
         OptionSpec("wordTimestamps", .boolean, default: true, help: "Word start and end times."),
@@ -64,6 +66,7 @@ public final class WhisperProvider: TranscriptionProvider, @unchecked Sendable {
         o.compressionRatioThreshold = options.double("compressionRatioThreshold") ?? o.compressionRatioThreshold
         o.logprobThreshold = options.double("logprobThreshold") ?? o.logprobThreshold
         o.noSpeechThreshold = options.double("noSpeechThreshold") ?? o.noSpeechThreshold
+        o.noSpeechSkipThreshold = options.double("noSpeechSkipThreshold") ?? o.noSpeechSkipThreshold
         o.conditionOnPreviousText = options.bool("conditionOnPreviousText") ?? o.conditionOnPreviousText
         o.initialPrompt = options.string("initialPrompt")
         o.wordTimestamps = options.bool("wordTimestamps") ?? o.wordTimestamps

@@ -82,6 +82,13 @@ import VoxCore
             return Float(Int64(bitPattern: state >> 11) % 3 - 1)   // full-scale, clipped noise
         }
         let noise = AudioChunk(format: Self.mono16k, samples: clipped, start: 6, end: 9, index: 3, cut: .window)
+        // Quiet noise (-50 dBFS) and the sine sweep of Samples/, with a language forced: Whisper invents
+        // confident German sentences for both unless its no-speech probability is heeded.
+        let hiss = AudioChunk(format: Self.mono16k, samples: clipped.prefix(16000 * 3).map { $0 * 0.003 }, start: 9, end: 12, index: 4, cut: .window)
+        var tones = try await chunk16k(Self.samples.appendingPathComponent("sweep-8k.aiff"), start: 12)
+        tones.index = 5
+        let forced = try await transcribe([hiss, tones], ["language": "de"])
+        #expect(forced.map(\.text) == ["", ""])
         let transcripts = try await transcribe([silence, tenth, tiny, noise], ["language": "en"])
         #expect(transcripts.count == 4)
         #expect(transcripts[0].text == "" && transcripts[0].words.isEmpty, "hallucinated on silence: \(transcripts[0].text)")
@@ -160,7 +167,7 @@ import VoxCore
         // "Grüße," arrives as " Gr", the two bytes of "ü" split over two tokens, "ße", ",".
         var u = token("", 0.5, 0.6), v = token("", 0.6, 0.7)
         u.bytes = [0xC3]; v.bytes = [0xBC]
-        let segment = WhisperEngine.Segment(start: 0, end: 2, text: " Grüße, Anna", noSpeechProbability: 0,
+        let segment = WhisperEngine.Segment(start: 0, end: 2, text: " Grüße, Anna", noSpeechProbability: 0, averageLogprob: -0.1,
                                             tokens: [token(" Gr", 0.1, 0.5), u, v, token("ße", 0.7, 0.9), token(",", 0.9, 1.0), token(" Anna", 1.2, 1.8)])
         let words = WhisperProvider.Session.words([segment], offset: 10, end: 11.5)
         #expect(words.map(\.text) == ["Grüße,", "Anna"])
