@@ -10,8 +10,22 @@ public enum InputListing {
         "au", "snd", "m4a", "mp4", "aac", "webm", "mka", "wma", "amr", "3gp",
     ]
 
+    /// The items, and the folders under the inputs that were passed over as voxpipe's own outputs.
+    public struct Listing: Sendable {
+        public var items: [InputFile]
+        public var skippedFolders: [URL]
+    }
+
     public static func collect(_ paths: [String], fileManager: FileManager = .default) throws -> [InputFile] {
+        try list(paths, outputDirectory: nil, fileManager: fileManager).items
+    }
+
+    /// Lists the inputs. A folder under an input that is the run's output folder, or holds a
+    /// voxpipe lock or item manifest (another run's outputs), is not searched: a cron job whose
+    /// output folder lies inside its input folder must not take its own outputs as new work.
+    public static func list(_ paths: [String], outputDirectory: URL?, fileManager: FileManager = .default) throws -> Listing {
         var found: [(url: URL, relative: String)] = []
+        var skipped: [URL] = []
         var seen = Set<String>()
         for path in paths {
             var isDirectory: ObjCBool = false
@@ -20,31 +34,48 @@ public enum InputListing {
             }
             let url = URL(fileURLWithPath: path).standardizedFileURL
             if isDirectory.boolValue {
-                for (file, relative) in try audioFiles(under: url, fileManager: fileManager) where seen.insert(file.path).inserted {
+                let (files, passedOver) = try audioFiles(under: url, outputDirectory: outputDirectory?.standardizedFileURL, fileManager: fileManager)
+                skipped += passedOver
+                for (file, relative) in files where seen.insert(file.path).inserted {
                     found.append((file, relative))
                 }
             } else if seen.insert(url.path).inserted {
                 found.append((url, url.lastPathComponent))
             }
         }
-        return try assignOutputNames(found)
+        return Listing(items: try assignOutputNames(found), skippedFolders: skipped)
     }
 
-    static func audioFiles(under root: URL, fileManager: FileManager) throws -> [(URL, String)] {
-        guard let enumerator = fileManager.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey],
+    /// Whether a folder is voxpipe's: the output folder, or one holding its lock or a manifest.
+    static func isVoxpipeOutput(_ folder: URL, outputDirectory: URL?, fileManager: FileManager) -> Bool {
+        if let outputDirectory, folder.standardizedFileURL.path == outputDirectory.path { return true }
+        return fileManager.fileExists(atPath: folder.appendingPathComponent(".voxpipe.lock").path)
+            || fileManager.fileExists(atPath: folder.appendingPathComponent(Ledger.manifestName).path)
+    }
+
+    static func audioFiles(under root: URL, outputDirectory: URL?, fileManager: FileManager) throws -> (files: [(URL, String)], skipped: [URL]) {
+        guard let enumerator = fileManager.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
                                                       options: [.skipsHiddenFiles]) else {
             throw VoxError(.noInput, "\(root.path): cannot list folder")
         }
         var files: [(URL, String)] = []
+        var skipped: [URL] = []
         let base = root.path.hasSuffix("/") ? root.path : root.path + "/"
         for case let url as URL in enumerator {
+            if (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true {
+                if isVoxpipeOutput(url, outputDirectory: outputDirectory, fileManager: fileManager) {
+                    enumerator.skipDescendants()
+                    skipped.append(url.standardizedFileURL)
+                }
+                continue
+            }
             guard audioExtensions.contains(url.pathExtension.lowercased()),
                   (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
             let path = url.standardizedFileURL.path
             let relative = path.hasPrefix(base) ? String(path.dropFirst(base.count)) : url.lastPathComponent
             files.append((url.standardizedFileURL, relative))
         }
-        return files
+        return (files, skipped)
     }
 
     /// Output folder names: the relative path without extension; where two inputs would share

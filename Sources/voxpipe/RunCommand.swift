@@ -46,11 +46,16 @@ struct RunCommand: AsyncParsableCommand {
             let plan = try loadPlan(spec)
             guard !inputs.isEmpty else { throw VoxError(.noInput, "no INPUT given: name audio files or folders after the spec") }
             // Output names are decided from the whole listing, so every shard agrees on them.
-            let all = try InputListing.collect(inputs)
+            let outputURL = URL(fileURLWithPath: output).standardizedFileURL
+            let listing = try InputListing.list(inputs, outputDirectory: outputURL)
+            if !listing.skippedFolders.isEmpty {
+                let names = listing.skippedFolders.map(\.path)
+                printError("not searching \(names.count == 1 ? names[0] : "\(names.count) folders (\(names[0]), …)"): voxpipe outputs, not input")
+            }
+            let all = listing.items
             guard !all.isEmpty else { throw VoxError(.noInput, "no audio files found in \(inputs.joined(separator: ", "))") }
             let shard = try shard.map(Shard.parse) ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount)
             let items = shard.map { s in all.filter { s.contains($0) } } ?? all
-            let outputURL = URL(fileURLWithPath: output).standardizedFileURL
             let digests = DigestCache()
             let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion, digests: digests)
             let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger, force: force)

@@ -49,6 +49,28 @@ import VoxTestSupport
         Dictionary(uniqueKeysWithValues: try report(url).map { ($0["path"] as? String ?? "", $0["status"] as? String ?? "") })
     }
 
+    @Test func anOutputFolderInsideTheInputIsNeverTakenAsInput() throws {
+        let (dir, input, spec) = try fixture()
+        let out = input.appendingPathComponent("out")
+        let rep = dir.appendingPathComponent("r.jsonl")
+        let first = try voxpipe(["run", spec.path, input.path, "-o", out.path, "--report", rep.path])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try report(rep).count == 6)
+        // Twice more, as a cron job would: the outputs written under in/out are not new items.
+        for _ in 0..<2 {
+            let again = try voxpipe(["run", spec.path, input.path, "-o", out.path, "--report", rep.path])
+            #expect(again.status == 0)
+            #expect(again.stderr.contains("voxpipe: not searching \(out.path): voxpipe outputs, not input"), "\(again.stderr)")
+            #expect(Set(try statuses(rep).values) == ["skipped"])
+            #expect(try report(rep).count == 6)
+        }
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("out").path))
+        // Another run's output folder under the input (it holds a lock file) is passed over too.
+        let other = dir.appendingPathComponent("elsewhere")
+        #expect(try voxpipe(["run", spec.path, input.path, "-o", other.path, "--report", rep.path]).status == 0)
+        #expect(try report(rep).count == 6)
+    }
+
     @Test func aRerunSkipsEverythingAndAChangedOptionRedoesEverything() throws {
         let (dir, input, spec) = try fixture()
         let out = dir.appendingPathComponent("out"), rep = dir.appendingPathComponent("r.jsonl")
