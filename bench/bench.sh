@@ -193,10 +193,10 @@ v=$(measure "$BIN" run "$WS" "$WH/long10-16k.wav" -o "$WH/speed" --jobs 1 --forc
 f=$(measure python3 bench/faster_whisper_run.py "$CT2" "$WH/fw-speed" de 5 "$THREADS" "$WH/long10-16k.wav")
 p=$(measure "$BIN" run "$PS_SPEC" "$WH/long10-16k.wav" -o "$WH/ps-speed" --jobs 1 --force)
 REPS=$REPS_SAVED
-echo "pocketsphinx (voxpipe, voice turns) on the same 600 s: ${p% *}s (RTF $(awk "BEGIN{printf \"%.2f\", ${p% *}/600}"), $(awk "BEGIN{printf \"%.0f\", ${p#* }/1024}") MB)"
 printf "600 s of lesson, beam 5, %s threads: voxpipe %ss (RTF %s, %s MB)   faster-whisper %ss (RTF %s, %s MB)   ratio %s (target ≤ 1.2; RTF < 1)\n" \
   "$THREADS" "${v% *}" "$(awk "BEGIN{printf \"%.2f\", ${v% *}/600}")" "$(awk "BEGIN{printf \"%.0f\", ${v#* }/1024}")" \
   "${f% *}" "$(awk "BEGIN{printf \"%.2f\", ${f% *}/600}")" "$(awk "BEGIN{printf \"%.0f\", ${f#* }/1024}")" "$(ratio "${v% *}" "${f% *}")"
+echo "pocketsphinx (voxpipe, voice turns) on the same 600 s: ${p% *}s (RTF $(awk "BEGIN{printf \"%.2f\", ${p% *}/600}"), $(awk "BEGIN{printf \"%.0f\", ${p#* }/1024}") MB)"
 
 echo
 echo "== the transcribe pipeline's (Whisper) peak memory on a 3-hour file vs a 10-minute one (one short burst a minute)"

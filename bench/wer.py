@@ -6,7 +6,7 @@ import sys
 
 
 def words(text):
-    return re.sub(r"[^a-z' ]+", " ", text.lower()).split()
+    return re.sub(r"[^a-zäöüß' ]+", " ", text.lower()).split()
 
 
 def edits(ref, hyp):
