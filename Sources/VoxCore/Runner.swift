@@ -116,6 +116,10 @@ public struct Runner: Sendable {
                 stages.append(stage)
             } catch let error as VoxError {
                 throw VoxError(error.code, "stage '\(node.id)' (\(node.kind.kind)): \(error.message)")
+            } catch {
+                // A module's own error at prepare (a TranscribeError from an engine that would
+                // not start) means what the stage needs is not there: exit 69, stage named.
+                throw VoxError(.unavailable, "stage '\(node.id)' (\(node.kind.kind)): \(describe(error))")
             }
         }
         return Runner(plan: plan, stages: stages, options: options, logger: context.logger)

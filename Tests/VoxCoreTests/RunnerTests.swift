@@ -14,6 +14,13 @@ import VoxTestSupport
         names.map { InputFile(url: URL(fileURLWithPath: "/nonexistent/\($0)"), relativePath: $0, outputName: ($0 as NSString).deletingPathExtension) }
     }
 
+    @Test func anyModulesErrorAtPrepareIsUnavailableWithTheStageNamed() async throws {
+        let out = temporaryDirectory()
+        await #expect(throws: VoxError(.unavailable, "stage 'src' (tone): the engine library is missing")) {
+            _ = try await runner(#"{"stages":[{"id":"src","kind":"tone","refuse":"the engine library is missing"},{"id":"w","kind":"sum-writer","from":"src"}]}"#, output: out)
+        }
+    }
+
     @Test func oneOutputFeedsEveryStageThatNamesIt() async throws {
         let out = temporaryDirectory()
         let r = try await runner(#"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain","factor":3},{"id":"raw","kind":"sum-writer","from":"src"},{"id":"loud","kind":"sum-writer","from":"g"}]}"#, output: out)

@@ -7,19 +7,24 @@ import VoxTestSupport
 struct ToneSource: Stage {
     typealias Input = InputFile
     typealias Output = AudioBlock
-    struct Configuration: Sendable { var blocks: Int; var failOn: String? }
+    struct Configuration: Sendable { var blocks: Int; var failOn: String?; var refuse: String? = nil }
+    enum Failure: Sendable, Equatable { case engineMissing }
     static let kind = "tone"
     static let summary = "test source"
     static let options = [
         OptionSpec("blocks", .integer(0...1000), default: 3, help: "blocks"),
         OptionSpec("failOn", .string, help: "fail items whose name contains this"),
         OptionSpec("rate", .integer(1...192_000), help: "unused"),
+        OptionSpec("refuse", .string, help: "prepare throws this module's own error with this message"),
     ]
     static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"))
+        Configuration(blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"), refuse: options.string("refuse"))
     }
     let configuration: Configuration
     init(id: String, configuration: Configuration, context: StageContext) { self.configuration = configuration }
+    func prepare() async throws {
+        if let refuse = configuration.refuse { throw ModuleError<Failure>(.engineMissing, refuse) }
+    }
     func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
         for try await file in input {
             for i in 0..<configuration.blocks {
