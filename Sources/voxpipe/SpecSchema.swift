@@ -9,7 +9,10 @@ enum SpecSchema {
             var properties: [String: JSONValue] = [
                 "id": ["type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$", "description": "Unique stage id; names the stage's output files."],
                 "kind": ["const": .string(kind.kind)],
-                "from": ["type": "string", "description": "The id of the stage this one reads from; defaults to the stage before."],
+                "from": [
+                    "description": "The id of the stage this one reads from, or a list of ids whose outputs it takes together; defaults to the stage before.",
+                    "oneOf": [["type": "string"], ["type": "array", "items": ["type": "string"], "minItems": 1]],
+                ],
             ]
             for option in kind.options { properties[option.name] = schema(option) }
             defs[kind.kind] = [

@@ -62,6 +62,22 @@ import VoxTestSupport
         }
     }
 
+    @Test func everyShippedPipelinePassesTheSchemaInAnIndependentValidator() throws {
+        let pipelines = try FileManager.default.contentsOfDirectory(atPath: packageRoot.appendingPathComponent("Pipelines").path)
+            .filter { $0.hasSuffix(".json") && $0 != "schema.json" && !$0.hasSuffix("-rules.json") }
+            .map { packageRoot.appendingPathComponent("Pipelines/\($0)").path }
+        let validator = packageRoot.appendingPathComponent("Tests/Fixtures/validate_specs.py").path
+        let schema = packageRoot.appendingPathComponent("Pipelines/schema.json").path
+        let shipped = try run("/usr/bin/env", ["python3", validator, schema] + pipelines)
+        #expect(shipped.status == 0, "\(shipped.stdout)\(shipped.stderr)")
+        // The validator does fail: a fan-in list of numbers and an unknown option are named.
+        let dir = temporaryDirectory()
+        let bad = try writeSpec(#"{"stages":[{"id":"a","kind":"decode","loudness":3},{"id":"b","kind":"write-wav","from":[1]}]}"#, in: dir)
+        let refused = try run("/usr/bin/env", ["python3", validator, schema, bad.path])
+        #expect(refused.status == 1)
+        #expect(refused.stdout.contains("\(bad.path): .stages[0]:") && refused.stdout.contains("\(bad.path): .stages[1]:"), "\(refused.stdout)")
+    }
+
     @Test func theCommittedSchemaIsCurrent() throws {
         let result = try voxpipe(["schema"])
         #expect(result.status == 0)

@@ -23,8 +23,13 @@ struct Invocation {
 
 /// Runs voxpipe with arguments; waits for it.
 func voxpipe(_ arguments: [String], environment: [String: String]? = nil, currentDirectory: URL? = nil) throws -> Invocation {
+    try run(voxpipeBinary.path, arguments, environment: environment, currentDirectory: currentDirectory)
+}
+
+/// Runs a program with arguments and no standard input; waits for it.
+func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil, currentDirectory: URL? = nil) throws -> Invocation {
     let process = Process()
-    process.executableURL = voxpipeBinary
+    process.executableURL = URL(fileURLWithPath: program)
     process.arguments = arguments
     if let environment { process.environment = environment }
     if let currentDirectory { process.currentDirectoryURL = currentDirectory }
