@@ -23,7 +23,7 @@ import VoxTestSupport
 
     @Test func unknownOptionNamesPathAndStage() {
         #expect(planError(#"{"stages":[{"id":"a","kind":"tone","blokcs":3}]}"#)
-            == "stages[0].blokcs: unknown option for tone (known: blocks, failOn, rate) (stage 'a')")
+            == "stages[0].blokcs: unknown option for tone (known: blocks, failOn, rate, refuse) (stage 'a')")
     }
 
     @Test func wrongValueTypeNamesPath() {
@@ -56,10 +56,11 @@ import VoxTestSupport
     }
 
     @Test func aFormatAStageCannotTakeIsAPlanError() {
-        let registry = testRegistry
-        _ = registry
         // gain refuses fixed-rate input; tone gives source rate, so a chain of two gains is fine.
         #expect(planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"g","kind":"gain"},{"id":"h","kind":"gain"}]}"#) == nil)
+        // A tone with a fixed rate cannot feed it: the error names both stages and the format.
+        #expect(planError(#"{"stages":[{"id":"a","kind":"tone","rate":8000},{"id":"g","kind":"gain"}]}"#)
+                == "stages[1] 'g': gain takes only source-rate audio, but 'a' (tone) gives 8 kHz source channels")
     }
 
     @Test func duplicateIdsAndBadIdsAreErrors() {

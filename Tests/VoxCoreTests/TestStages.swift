@@ -7,18 +7,21 @@ import VoxTestSupport
 struct ToneSource: Stage {
     typealias Input = InputFile
     typealias Output = AudioBlock
-    struct Configuration: Sendable { var blocks: Int; var failOn: String?; var refuse: String? = nil }
+    struct Configuration: Sendable { var blocks: Int; var failOn: String?; var refuse: String? = nil; var rate: Int? = nil }
     enum Failure: Sendable, Equatable { case engineMissing }
     static let kind = "tone"
     static let summary = "test source"
     static let options = [
         OptionSpec("blocks", .integer(0...1000), default: 3, help: "blocks"),
         OptionSpec("failOn", .string, help: "fail items whose name contains this"),
-        OptionSpec("rate", .integer(1...192_000), help: "unused"),
+        OptionSpec("rate", .integer(1...192_000), help: "a fixed output rate for the planner (the blocks stay 8 kHz)"),
         OptionSpec("refuse", .string, help: "prepare throws this module's own error with this message"),
     ]
     static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"), refuse: options.string("refuse"))
+        Configuration(blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"), refuse: options.string("refuse"), rate: options.int("rate"))
+    }
+    static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
+        StreamFormat(sampleRate: configuration.rate, channels: input.channels)
     }
     let configuration: Configuration
     init(id: String, configuration: Configuration, context: StageContext) { self.configuration = configuration }

@@ -60,9 +60,9 @@ import VoxTestSupport
         let broken = try rulesFile("{ \"rules\": [ ")
         #expect(throws: VoxError.self) { try RulesProvider(url: broken) }
         let missing = try rulesFile(#"{"rules": [{"pattern": "x"}]}"#)
-        do { _ = try RulesProvider(url: missing) } catch let e as VoxError { #expect(e.message == "\(missing.path): rules[0].replies: missing") }
+        #expect(throws: VoxError(.invalidSpec, "\(missing.path): rules[0].replies: missing")) { try RulesProvider(url: missing) }
         let badTemplate = try rulesFile(#"{"rules": [{"pattern": "x", "replies": ["{2}"]}]}"#)
-        do { _ = try RulesProvider(url: badTemplate) } catch let e as VoxError { #expect(e.message == "\(badTemplate.path): rules[0].replies[0]: {2} but the pattern has 0 groups") }
+        #expect(throws: VoxError(.invalidSpec, "\(badTemplate.path): rules[0].replies[0]: {2} but the pattern has 0 groups")) { try RulesProvider(url: badTemplate) }
         #expect(throws: VoxError.self) { try RulesProvider(url: URL(fileURLWithPath: "/nonexistent/rules.json")) }
     }
 

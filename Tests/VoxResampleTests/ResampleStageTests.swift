@@ -78,9 +78,8 @@ import VoxCore
 
     @Test func qualityOfTheOtherEngineIsASpecError() throws {
         #expect(throws: VoxError.self) { try StageHarness(ResampleStage.self, options: ["engine": "soxr", "quality": "sinc-best"]) }
-        do { _ = try StageHarness(ResampleStage.self, options: ["quality": "hold"]) } catch {
-            #expect("\(error)" == #"stages[0].quality: "hold" is not a quality of engine soxr (it takes quick | low | medium | high | very-high)"#)
-        }
+        let error = #expect(throws: VoxError.self) { try StageHarness(ResampleStage.self, options: ["quality": "hold"]) }
+        #expect(error?.message == #"stages[0].quality: "hold" is not a quality of engine soxr (it takes quick | low | medium | high | very-high)"#)
     }
 
     @Test func theEngineFlushesWhatItHoldsAtEndOfInput() async throws {
