@@ -148,6 +148,7 @@ public struct DecodeStage: Stage {
         guard size > 0 else { throw DecodeError(.unreadable, "empty file (0 bytes)") }
 
         let source = try open(file.url)
+        if source.format.channels < 1, let why = FileSniffer.diagnose(file.url) { throw DecodeError(.unreadable, why) }
         try check(source.format, frames: source.frames)
         let rate = source.format.sampleRate
         stats.audioSeconds = source.frames.map { Double($0) / Double(rate) }
@@ -208,8 +209,9 @@ public struct DecodeStage: Stage {
         } catch let error as SndFileOpenError {
             // libsndfile's open errors do not reliably separate "unknown format" from "corrupt"
             // (a text file named .mp3 is "not a regular file"), so ffmpeg gets every file it refused.
+            if let why = FileSniffer.diagnose(url) { throw DecodeError(.unreadable, why) }
             guard configuration.ffmpegFallback else {
-                throw DecodeError(.unreadable, "libsndfile: \(error.message)")
+                throw DecodeError(.unreadable, "unsupported or damaged audio file (libsndfile: \(error.message))")
             }
             guard let tools else {
                 throw DecodeError(.needsFFmpeg, "libsndfile cannot read this file (\(error.message)); if it is m4a/AAC, webm or another container, install ffmpeg (apt-get install ffmpeg) to decode it")
@@ -218,7 +220,7 @@ public struct DecodeStage: Stage {
             do {
                 reader = try FFmpegReader(url: url, ffmpeg: tools.ffmpeg, ffprobe: tools.ffprobe)
             } catch let ffmpegError as DecodeError {
-                throw DecodeError(.unreadable, "not a readable audio file (\(ffmpegError.message); libsndfile: \(error.message))")
+                throw DecodeError(.unreadable, "unsupported or damaged audio file (\(ffmpegError.message); libsndfile: \(error.message))")
             }
             let frames = reader.duration.map { Int64(($0 * Double(reader.format.sampleRate)).rounded()) }
             return Source(format: reader.format, frames: frames, read: { try reader.read(maxFrames: $0) }, seek: nil)

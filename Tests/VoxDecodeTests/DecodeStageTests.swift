@@ -69,7 +69,8 @@ import VoxCore
     @Test func withoutFFmpegAnM4aFailsSayingToInstallIt() async throws {
         let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false, reportedSeatsOnly: false, sidecar: .optional), context: StageContext(logger: .init(label: "t"), specDirectory: URL(fileURLWithPath: "/")))
         let url = temporaryDirectory().appendingPathComponent("x.m4a")
-        try Data(repeating: 7, count: 1000).write(to: url)
+        // A real m4a header (size, "ftyp", "M4A "), then bytes no decoder gets to see.
+        try (Data([0, 0, 0, 0x1C]) + Data("ftypM4A ".utf8) + Data(repeating: 7, count: 1000)).write(to: url)
         #expect(FFmpegReader.tools(environment: ["PATH": "/nonexistent"]) == nil)
         do {
             _ = try stage.open(url, tools: FFmpegReader.tools(environment: ["PATH": "/nonexistent"]))
@@ -87,13 +88,26 @@ import VoxCore
         do { _ = try await decodeBlocks(url) } catch { #expect("\(error)" == "empty file (0 bytes)") }
     }
 
-    @Test func textNamedMp3IsNotReadableAudio() async throws {
-        let url = temporaryDirectory().appendingPathComponent("notes.mp3")
-        try Data("These are my notes, not audio.\n".utf8).write(to: url)
-        do { _ = try await decodeBlocks(url); Issue.record("expected an error") } catch {
-            #expect("\(error)".hasPrefix("not a readable audio file (ffprobe: "))
-            #expect("\(error)".contains("; libsndfile: "))
+    @Test func filesThatAreNotAudioSayWhatIsWrongWithThem() async throws {
+        let dir = temporaryDirectory()
+        var random: UInt64 = 1
+        let noise = Data((0..<2000).map { _ -> UInt8 in random = random &* 6364136223846793005 &+ 1; return UInt8(truncatingIfNeeded: random >> 56) | 0x80 })
+        let cases: [(String, Data, String)] = [
+            ("notes.mp3", Data("These are my notes, not audio.\n".utf8), "not an audio file: it holds text"),
+            ("notes.flac", Data("hello world, not audio".utf8), "not an audio file: it holds text"),
+            ("one.mp3", Data([0x78]), "too short to be audio (1 byte)"),
+            ("noise.wav", Data([0x00, 0x01]) + noise, "not an audio file: no audio format starts like this"),
+        ]
+        for (name, bytes, message) in cases {
+            let url = dir.appendingPathComponent(name)
+            try bytes.write(to: url)
+            await #expect(throws: DecodeError(.unreadable, message), "\(name)") { _ = try await decodeBlocks(url) }
         }
+        // A WAV header over garbage is a damaged audio file, with the decoders' detail.
+        let damaged = dir.appendingPathComponent("damaged.wav")
+        try (Data("RIFF".utf8) + Data([0xFF, 0xFF, 0xFF, 0x7F]) + Data("WAVEjunk".utf8) + noise).write(to: damaged)
+        let error = await #expect(throws: DecodeError.self) { _ = try await decodeBlocks(damaged) }
+        #expect(error?.message.hasPrefix("unsupported or damaged audio file (") == true, "\(String(describing: error))")
     }
 
     @Test func aCorruptWAVHeaderIsAnItemError() async throws {

@@ -121,7 +121,7 @@ import VoxTestSupport
         #expect(errors.count == 3)
         #expect(errors.contains { $0.hasPrefix("voxpipe: error: \(input.path)/corrupt.wav: decode (decode): ") })
         #expect(errors.contains { $0 == "voxpipe: error: \(input.path)/empty.wav: decode (decode): empty file (0 bytes)" })
-        #expect(errors.contains { $0.hasPrefix("voxpipe: error: \(input.path)/notes.mp3: decode (decode): not a readable audio file") })
+        #expect(errors.contains { $0 == "voxpipe: error: \(input.path)/notes.mp3: decode (decode): not an audio file: it holds text" })
         #expect(result.stderr.contains("voxpipe: 6 items: 3 done, 3 failed in "))
         #expect(result.stdout.isEmpty)
     }
