@@ -5,7 +5,13 @@ import VoxHTTP
 /// Replies from a chat model through an OpenAI-compatible `POST {baseURL}/chat/completions`
 /// (OpenAI, vLLM, Ollama, LocalAI, …): a system prompt, the last `memory` turns of the same
 /// item as history (so the tutor remembers the lesson), then the learner's words.
-public struct OpenAIReplier: ReplyProvider {
+public struct OpenAIReplier: ReplyProvider, ProviderKind {
+    public static let name = "openai"
+    public static let summary = "POST {baseURL}/chat/completions with the lesson so far as history (OpenAI, vLLM, Ollama, LocalAI)."
+    public static func make(_ settings: Settings, context: StageContext) throws -> any ReplyProvider {
+        try OpenAIReplier(settings: settings, recording: context.recording)
+    }
+
     public struct Settings: Sendable {
         public var http: HTTPSettings
         public var model: String

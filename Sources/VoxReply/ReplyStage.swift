@@ -7,36 +7,23 @@ public struct ReplyStage: Stage {
     public typealias Input = Transcript
     public typealias Output = Reply
 
-    public enum Provider: Sendable {
-        case rules(RulesProvider)
-        case openai(OpenAIReplier.Settings)
-    }
-
     public struct Configuration: Sendable {
-        public var provider: Provider
+        public var provider: ChosenProvider<any ReplyProvider>
     }
 
     public static let kind = "reply"
     public static let summary = "Replies to each transcript: rules (offline, deterministic) or an OpenAI-compatible chat model."
-    public static let providers: [ProviderSpec] = [
-        ProviderSpec(name: "rules", summary: "Ordered regular-expression rules with reply templates and a fallback.", options: RulesProvider.options),
-        ProviderSpec(name: "openai", summary: "POST {baseURL}/chat/completions with the lesson so far as history (OpenAI, vLLM, Ollama, LocalAI).", options: OpenAIReplier.options),
-    ]
+    /// Every reply provider; a new one is a `ProviderKind` type and a line here.
+    public static let providers = ProviderRegistry<any ReplyProvider>([
+        ProviderEntry(RulesProvider.self),
+        ProviderEntry(OpenAIReplier.self),
+    ])
     public static let options: [OptionSpec] = [
-        OptionSpec("provider", .provider(providers), help: "The reply engine and its settings (required)."),
+        OptionSpec("provider", .provider(providers.specs), help: "The reply engine and its settings (required)."),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        guard let (name, providerOptions) = options.provider() else { throw options.error("provider", "expected a provider block") }
-        switch name {
-        case "rules":
-            guard let url = providerOptions.url("rules") else { throw providerOptions.error("rules", "the rules provider needs a rules file") }
-            return Configuration(provider: .rules(try RulesProvider(url: url)))
-        case "openai":
-            return Configuration(provider: .openai(try OpenAIReplier.settings(providerOptions)))
-        default:
-            throw options.error("provider", "unknown provider \"\(name)\"")
-        }
+        Configuration(provider: try providers.choose(options))
     }
 
     public let id: String
@@ -44,10 +31,7 @@ public struct ReplyStage: Stage {
 
     public init(id: String, configuration: Configuration, context: StageContext) throws {
         self.id = id
-        switch configuration.provider {
-        case .rules(let rules): provider = rules
-        case .openai(let settings): provider = try OpenAIReplier(settings: settings, recording: context.recording)
-        }
+        provider = try configuration.provider.make(context)
     }
 
     public func prepare() async throws { try await provider.prepare() }

@@ -8,7 +8,16 @@ import VoxCore
 ///
 /// Templates may use `{text}` (the transcript), `{0}` (the whole match), `{1}`…`{9}` (capture
 /// groups) and `{turn}` (1-based turn number).
-public final class RulesProvider: ReplyProvider, @unchecked Sendable {
+public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendable {
+    public static let name = "rules"
+    public static let summary = "Ordered regular-expression rules with reply templates and a fallback."
+    /// The rules file, loaded and checked when the spec is.
+    public static func settings(_ options: StageOptions) throws -> RulesProvider {
+        guard let url = options.url("rules") else { throw options.error("rules", "the rules provider needs a rules file") }
+        return try RulesProvider(url: url)
+    }
+    public static func make(_ settings: RulesProvider, context: StageContext) -> any ReplyProvider { settings }
+
     struct File: Decodable {
         struct Rule: Decodable {
             var name: String?

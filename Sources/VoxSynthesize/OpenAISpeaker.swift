@@ -5,7 +5,17 @@ import VoxHTTP
 /// Speech from an OpenAI-compatible `POST {baseURL}/audio/speech` (OpenAI, speaches, LocalAI,
 /// …), as WAV or raw PCM (24 kHz mono 16-bit); text over 4,096 characters goes in pieces cut at
 /// sentence ends.
-public struct OpenAISpeaker: SpeechProvider {
+public struct OpenAISpeaker: SpeechProvider, ProviderKind {
+    public static let name = "openai"
+    public static let summary = "POST {baseURL}/audio/speech (OpenAI, speaches, LocalAI); 24 kHz mono for pcm."
+    public static func make(_ settings: Settings, context: StageContext) throws -> any SpeechProvider {
+        try OpenAISpeaker(settings: settings, recording: context.recording)
+    }
+    /// pcm is 24 kHz by the API's definition; a WAV answer's rate is the server's.
+    public static func streamFormat(_ settings: Settings) -> StreamFormat? {
+        settings.format == "pcm" ? StreamFormat(sampleRate: 24000, channels: 1) : nil
+    }
+
     public struct Settings: Sendable {
         public var http: HTTPSettings
         public var model: String

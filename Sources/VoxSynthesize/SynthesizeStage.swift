@@ -15,7 +15,13 @@ public protocol SpeechProvider: Sendable {
 }
 
 /// espeak-ng, offline, in many languages (German included).
-public struct EspeakProvider: SpeechProvider {
+public struct EspeakProvider: SpeechProvider, ProviderKind {
+    public static let name = "espeak-ng"
+    public static let summary = "eSpeak NG, offline; 22.05 kHz mono."
+    public static func settings(_ options: StageOptions) -> EspeakProvider { EspeakProvider(options) }
+    public static func make(_ settings: EspeakProvider, context: StageContext) -> any SpeechProvider { settings }
+    public static func streamFormat(_ settings: EspeakProvider) -> StreamFormat? { StreamFormat(sampleRate: 22050, channels: 1) }
+
     public static let options: [OptionSpec] = [
         OptionSpec("voice", .string, default: "en-us", help: "A language code (de, en-us, fr, …) or voice name; `espeak-ng --voices` lists them."),
         OptionSpec("rate", .integer(80...450), default: 175, help: "Words per minute."),
@@ -99,38 +105,27 @@ public struct SynthesizeStage: Stage {
     public typealias Input = Reply
     public typealias Output = Speech
 
-    public enum Provider: Sendable {
-        case espeak(EspeakProvider)
-        case openai(OpenAISpeaker.Settings)
-    }
-
-    public struct Configuration: Sendable { public var provider: Provider }
+    public struct Configuration: Sendable { public var provider: ChosenProvider<any SpeechProvider> }
 
     public static let kind = "synthesize"
     public static let summary = "Speaks each reply: espeak-ng (offline) or an OpenAI-compatible speech server."
-    public static let providers: [ProviderSpec] = [
-        ProviderSpec(name: "espeak-ng", summary: "eSpeak NG, offline; 22.05 kHz mono.", options: EspeakProvider.options),
-        ProviderSpec(name: "openai", summary: "POST {baseURL}/audio/speech (OpenAI, speaches, LocalAI); 24 kHz mono for pcm.", options: OpenAISpeaker.options),
-    ]
+    /// Every speech provider; a new one is a `ProviderKind` type and a line here.
+    public static let providers = ProviderRegistry<any SpeechProvider>([
+        ProviderEntry(EspeakProvider.self),
+        ProviderEntry(OpenAISpeaker.self),
+    ])
     public static let options: [OptionSpec] = [
-        OptionSpec("provider", .provider(providers), default: ["name": "espeak-ng"], help: "The speech engine and its settings."),
+        OptionSpec("provider", .provider(providers.specs), default: ["name": "espeak-ng"], help: "The speech engine and its settings."),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        guard let (name, providerOptions) = options.provider() else { throw options.error("provider", "expected a provider block") }
-        switch name {
-        case "espeak-ng": return Configuration(provider: .espeak(EspeakProvider(providerOptions)))
-        case "openai": return Configuration(provider: .openai(OpenAISpeaker.settings(providerOptions)))
-        default: throw options.error("provider", "unknown provider \"\(name)\"")
-        }
+        Configuration(provider: try providers.choose(options))
     }
 
+    /// The engine's own format; a provider that does not fix the rate gives mono at the rate
+    /// its answer has.
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
-        switch configuration.provider {
-        case .espeak: StreamFormat(sampleRate: 22050, channels: 1)
-        // A WAV answer's rate is the server's; pcm is 24 kHz by the API's definition.
-        case .openai(let settings): settings.format == "pcm" ? StreamFormat(sampleRate: 24000, channels: 1) : StreamFormat(sampleRate: nil, channels: 1)
-        }
+        configuration.provider.streamFormat ?? StreamFormat(sampleRate: nil, channels: 1)
     }
 
     public let id: String
@@ -140,10 +135,7 @@ public struct SynthesizeStage: Stage {
     public init(id: String, configuration: Configuration, context: StageContext) throws {
         self.id = id
         logger = context.logger
-        switch configuration.provider {
-        case .espeak(let espeak): provider = espeak
-        case .openai(let settings): provider = try OpenAISpeaker(settings: settings, recording: context.recording)
-        }
+        provider = try configuration.provider.make(context)
     }
 
     public func prepare() async throws { try await provider.prepare() }

@@ -6,7 +6,13 @@ import VoxHTTP
 /// whisper.cpp server, speaches, LocalAI, …): each chunk goes up as a 16-bit WAV; word times
 /// come back where the server gives them (`verbose_json` with word timestamps). A chunk over
 /// the 25 MB upload limit is sent in parts.
-public final class OpenAITranscriber: TranscriptionProvider, @unchecked Sendable {
+public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unchecked Sendable {
+    public static let name = "openai"
+    public static let summary = "POST {baseURL}/audio/transcriptions (OpenAI, whisper.cpp server, speaches, LocalAI)."
+    public static func make(_ settings: Settings, context: StageContext) throws -> any TranscriptionProvider {
+        try OpenAITranscriber(settings: settings, recording: context.recording)
+    }
+
     public struct Settings: Sendable {
         public var http: HTTPSettings
         public var model: String

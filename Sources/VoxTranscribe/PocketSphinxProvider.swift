@@ -7,7 +7,12 @@ import VoxCore
 /// chunks and files. Audio is fed in 2048-sample blocks, as `pocketsphinx_continuous` does, so
 /// cepstral mean normalisation adapts live across an item's chunks; it is reset to the model's
 /// prior at the start of every item, so results never depend on which file a worker had before.
-public final class PocketSphinxProvider: TranscriptionProvider, @unchecked Sendable {
+public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @unchecked Sendable {
+    public static let name = "pocketsphinx"
+    public static let summary = "CMU PocketSphinx, offline; takes 16 kHz mono."
+    public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider { PocketSphinxProvider(settings: settings) }
+    public static func streamFormat(_ settings: Settings) -> StreamFormat? { StreamFormat(sampleRate: 16000, channels: 1) }
+
     public struct Settings: Sendable, Equatable {
         public var acousticModel: URL
         public var languageModel: URL

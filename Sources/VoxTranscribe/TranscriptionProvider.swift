@@ -1,8 +1,8 @@
 import VoxCore
 
 /// A speech-to-text engine behind the `transcribe` stage. Providers are chosen by the spec's
-/// provider block (`{"name": "pocketsphinx", …}`); a new one is a type here and a case in
-/// `TranscribeStage.makeProvider`.
+/// provider block (`{"name": "pocketsphinx", …}`); a new one is a type conforming to this and to
+/// `ProviderKind`, and a line in `TranscribeStage.providers`.
 public protocol TranscriptionProvider: Sendable {
     /// Checks models or endpoints before data flows; throws `VoxError(.unavailable)`.
     func prepare() async throws

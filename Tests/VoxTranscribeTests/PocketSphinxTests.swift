@@ -71,7 +71,8 @@ import VoxCore
 
     @Test func theSpecMustFeedSixteenKilohertzMono() throws {
         #expect(throws: PlanError.self) {
-            _ = try TranscribeStage.outputFormat(TranscribeStage.Configuration(provider: .pocketsphinx(PocketSphinxProvider.settings(StageOptions(stageID: "a", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: [:], specs: PocketSphinxProvider.options)))), input: StreamFormat(sampleRate: 48000, channels: 1))
+            let options = StageOptions(stageID: "a", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: ["provider": ["name": "pocketsphinx"]], specs: TranscribeStage.options)
+            _ = try TranscribeStage.outputFormat(try TranscribeStage.configure(options), input: StreamFormat(sampleRate: 48000, channels: 1))
         }
     }
 
