@@ -95,7 +95,11 @@ public struct ChunkStage: Stage {
 /// Why chunking failed.
 public typealias ChunkError = ModuleError<ChunkFailure>
 
-public enum ChunkFailure: Sendable, Equatable { case unsupported }
+public enum ChunkFailure: FailureCode {
+    case unsupported
+
+    public var category: VoxFailure { .badInput }
+}
 
 /// One item's chunking state: blocks in, finished chunks out.
 protocol Cutter: AnyObject {

@@ -114,12 +114,15 @@ public struct Runner: Sendable {
                 let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
                 try await stage.prepare()
                 stages.append(stage)
-            } catch let error as VoxError {
-                throw VoxError(error.code, "stage '\(node.id)' (\(node.kind.kind)): \(error.message)")
             } catch {
-                // A module's own error at prepare (a TranscribeError from an engine that would
-                // not start) means what the stage needs is not there: exit 69, stage named.
-                throw VoxError(.unavailable, "stage '\(node.id)' (\(node.kind.kind)): \(describe(error))")
+                // Any module's error keeps its category (a model that will not load is
+                // unavailable, an output that cannot be made is cannotCreate); one that would
+                // blame an item, or an error of no category, means what the stage needs is not
+                // there: exit 69. The stage goes into the context.
+                let stage = ErrorContext(stageID: node.id, stageKind: node.kind.kind)
+                guard let error = error as? any CategorizedError else { throw VoxError(.unavailable, describe(error), context: stage) }
+                let category: VoxFailure = error.category == .badInput || error.category == .internal ? .unavailable : error.category
+                throw VoxError(category, error.message, context: stage)
             }
         }
         return Runner(plan: plan, stages: stages, options: options, logger: context.logger)

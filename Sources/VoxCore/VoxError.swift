@@ -4,8 +4,9 @@ import Foundation
 /// on. Messages already carry their context (file, stage id, JSON path).
 public typealias VoxError = ModuleError<VoxFailure>
 
-/// What went wrong, in the terms of DESIGN.md's exit statuses.
-public enum VoxFailure: Sendable, Equatable {
+/// What went wrong, in the terms of DESIGN.md's exit statuses. Every module's failure code maps
+/// to one of these (`FailureCode.category`), so any voxpipe error has an exit status.
+public enum VoxFailure: Sendable, Equatable, FailureCode {
     /// The command line is wrong (exit 64).
     case usage
     /// The spec cannot be loaded or does not type-check (exit 65).
@@ -24,10 +25,12 @@ public enum VoxFailure: Sendable, Equatable {
     case `internal`
 }
 
-extension ModuleError where Code == VoxFailure {
-    /// The process exit status for this error (sysexits.h values).
+extension VoxFailure {
+    public var category: VoxFailure { self }
+
+    /// The process exit status for this category (sysexits.h values).
     public var exitCode: Int32 {
-        switch code {
+        switch self {
         case .usage: 64
         case .invalidSpec: 65
         case .noInput: 66
@@ -38,6 +41,60 @@ extension ModuleError where Code == VoxFailure {
         case .internal: 70
         }
     }
+}
+
+/// A module's failure code (`DecodeFailure`, `HTTPFailure`, …): which category, and so which exit
+/// status, each of its cases falls in.
+public protocol FailureCode: Sendable, Equatable {
+    var category: VoxFailure { get }
+}
+
+/// Where an error happened: the stage (id and kind) and the item (input path), where known. The
+/// runner fills these in as an error passes a stage or an item; the message never repeats them.
+public struct ErrorContext: Sendable, Equatable {
+    public var stageID: String?
+    public var stageKind: String?
+    public var item: String?
+
+    public init(stageID: String? = nil, stageKind: String? = nil, item: String? = nil) {
+        self.stageID = stageID
+        self.stageKind = stageKind
+        self.item = item
+    }
+
+    /// `<item>: stage '<id>' (<kind>): ` for what is known.
+    var prefix: String {
+        var parts: [String] = []
+        if let item { parts.append(item) }
+        if let stageID { parts.append("stage '\(stageID)'" + (stageKind.map { " (\($0))" } ?? "")) }
+        return parts.map { $0 + ": " }.joined()
+    }
+}
+
+/// Any error a voxpipe module throws: a category (the exit status), its context as fields, and
+/// a one-line message. `exitCode(for:)` maps any error, so the command line has one path.
+public protocol CategorizedError: Error, CustomStringConvertible, Sendable {
+    var category: VoxFailure { get }
+    var context: ErrorContext { get set }
+    /// The reason, without the context.
+    var message: String { get }
+}
+
+extension CategorizedError {
+    /// The same error with the stage it passed through recorded (an inner context wins).
+    public func inStage(_ id: String, kind: String) -> Self {
+        var copy = self
+        if copy.context.stageID == nil { copy.context.stageID = id; copy.context.stageKind = kind }
+        return copy
+    }
+
+    /// The exit status of this error's category.
+    public var exitCode: Int32 { category.exitCode }
+}
+
+/// The exit status for any error: its category's for a voxpipe error, else 70 (internal).
+public func exitCode(for error: any Error) -> Int32 {
+    (error as? any CategorizedError)?.category.exitCode ?? VoxFailure.internal.exitCode
 }
 
 /// A failure inside one stage while it processed one item. The runner reports it as
@@ -60,20 +117,33 @@ public struct StageFailure: Error, CustomStringConvertible, Sendable {
 /// error's `description` (every voxpipe error type has one that names its context).
 public func describe(_ error: any Error) -> String {
     let ns = error as NSError
-    if ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain { return ns.localizedDescription }
-    return String(describing: error)
+    if ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain { return oneLine(ns.localizedDescription) }
+    return oneLine(String(describing: error))
 }
 
 /// The error type of a stage module: a code the module defines and a message that already
 /// names its context. Each module has one, as `typealias DecodeError = ModuleError<DecodeFailure>`.
-public struct ModuleError<Code: Sendable & Equatable>: Error, CustomStringConvertible, Sendable, Equatable {
+public struct ModuleError<Code: FailureCode>: CategorizedError, Equatable {
     public var code: Code
     public var message: String
+    public var context: ErrorContext
 
-    public init(_ code: Code, _ message: String) {
+    /// `message` is kept to one line: line breaks in it (a library's multi-line text) become "; ".
+    public init(_ code: Code, _ message: String, context: ErrorContext = ErrorContext()) {
         self.code = code
-        self.message = message
+        self.message = oneLine(message)
+        self.context = context
     }
 
-    public var description: String { message }
+    public var category: VoxFailure { code.category }
+    public var description: String { context.prefix + message }
+}
+
+/// Text on one line: runs of line breaks (and the spaces around them) become "; ".
+public func oneLine(_ text: String) -> String {
+    guard text.contains(where: \.isNewline) else { return text }
+    return text.split(whereSeparator: \.isNewline)
+        .map { $0.trimmingCharacters(in: .whitespaces) }
+        .filter { !$0.isEmpty }
+        .joined(separator: "; ")
 }

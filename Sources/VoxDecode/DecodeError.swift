@@ -3,7 +3,7 @@ import VoxCore
 /// Why a file could not be decoded. The runner prefixes it with the file and the stage.
 public typealias DecodeError = ModuleError<DecodeFailure>
 
-public enum DecodeFailure: Sendable, Equatable {
+public enum DecodeFailure: FailureCode {
     /// The file is empty, unreadable, or in no format any decoder here reads.
     case unreadable
     /// The header declares something out of bounds (channels, rate, length).
@@ -14,4 +14,7 @@ public enum DecodeFailure: Sendable, Equatable {
     case needsFFmpeg
     /// ffmpeg was tried and failed.
     case ffmpegFailed
+
+    /// Every case is about one input file: that item fails, the batch goes on.
+    public var category: VoxFailure { .badInput }
 }

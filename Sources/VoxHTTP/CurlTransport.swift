@@ -33,7 +33,7 @@ public struct HTTPResponse: Sendable, Codable, Equatable {
 /// Why an exchange failed.
 public typealias HTTPError = ModuleError<HTTPFailure>
 
-public enum HTTPFailure: Sendable, Equatable {
+public enum HTTPFailure: FailureCode {
     /// Could not connect, or the connection broke (retried).
     case connection
     /// Timed out, or stalled below the low-speed limit (retried).
@@ -46,6 +46,16 @@ public enum HTTPFailure: Sendable, Equatable {
     case invalidResponse
     /// `--http-replay` has no recording of this request.
     case notRecorded
+
+    /// A server that cannot be reached or will not serve is unavailable (exit 69 at prepare);
+    /// an answer that breaks the API is a failure of the item that asked.
+    public var category: VoxFailure {
+        switch self {
+        case .connection, .timeout, .quota, .notRecorded: .unavailable
+        case .status(let code): code == 401 || code == 403 || code == 404 ? .unavailable : .badInput
+        case .invalidResponse: .badInput
+        }
+    }
 }
 
 /// Performs exchanges with libcurl. A blocking call, so it runs on a thread of its own rather

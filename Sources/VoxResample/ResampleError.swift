@@ -4,4 +4,9 @@ import VoxCore
 /// cannot take.
 public typealias ResampleError = ModuleError<ResampleFailure>
 
-public enum ResampleFailure: Sendable, Equatable { case engine, unsupported }
+public enum ResampleFailure: FailureCode {
+    case engine, unsupported
+
+    /// Both are about the stream one item gave.
+    public var category: VoxFailure { .badInput }
+}

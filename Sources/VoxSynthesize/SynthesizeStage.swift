@@ -5,7 +5,17 @@ import VoxCore
 /// Why synthesis failed.
 public typealias SynthesizeError = ModuleError<SynthesizeFailure>
 
-public enum SynthesizeFailure: Sendable, Equatable { case voice, engine }
+public enum SynthesizeFailure: FailureCode {
+    case voice, engine
+
+    /// A voice the engine lacks is unavailable; an engine that fails on one reply fails that item.
+    public var category: VoxFailure {
+        switch self {
+        case .voice: .unavailable
+        case .engine: .badInput
+        }
+    }
+}
 
 /// A text-to-speech engine behind the `synthesize` stage.
 public protocol SpeechProvider: Sendable {

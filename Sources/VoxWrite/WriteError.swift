@@ -3,4 +3,13 @@ import VoxCore
 /// Why a writer failed: the file it was writing and libsndfile's or the system's reason.
 public typealias WriteError = ModuleError<WriteFailure>
 
-public enum WriteFailure: Sendable, Equatable { case cannotCreate, writeFailed, unsupported }
+public enum WriteFailure: FailureCode {
+    case cannotCreate, writeFailed, unsupported
+
+    public var category: VoxFailure {
+        switch self {
+        case .cannotCreate, .writeFailed: .cannotCreate
+        case .unsupported: .badInput
+        }
+    }
+}

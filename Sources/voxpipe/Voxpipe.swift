@@ -24,12 +24,8 @@ let voxpipeVersion = "0.1.0"
 
 /// Prints `voxpipe: error: …` on stderr and exits with the error's status.
 func fail(_ error: any Error) -> ExitCode {
-    if let error = error as? VoxError {
-        printError("error: \(error.message)")
-        return ExitCode(error.exitCode)
-    }
     printError("error: \(describe(error))")
-    return ExitCode(70)
+    return ExitCode(exitCode(for: error))
 }
 
 func printError(_ message: String) {

@@ -14,11 +14,38 @@ import VoxTestSupport
         names.map { InputFile(url: URL(fileURLWithPath: "/nonexistent/\($0)"), relativePath: $0, outputName: ($0 as NSString).deletingPathExtension) }
     }
 
-    @Test func anyModulesErrorAtPrepareIsUnavailableWithTheStageNamed() async throws {
-        let out = temporaryDirectory()
-        await #expect(throws: VoxError(.unavailable, "stage 'src' (tone): the engine library is missing")) {
-            _ = try await runner(#"{"stages":[{"id":"src","kind":"tone","refuse":"the engine library is missing"},{"id":"w","kind":"sum-writer","from":"src"}]}"#, output: out)
+    /// What prepare throws, as the command line sees it.
+    func prepareError(refuse: String, as code: String) async -> VoxError? {
+        let spec = #"{"stages":[{"id":"src","kind":"tone","refuse":"\#(refuse)","refuseAs":"\#(code)"},{"id":"w","kind":"sum-writer","from":"src"}]}"#
+        do {
+            _ = try await runner(spec, output: temporaryDirectory())
+            return nil
+        } catch {
+            return error as? VoxError
         }
+    }
+
+    @Test func aModulesErrorAtPrepareKeepsItsCategoryAndGetsTheStageAsContext() async throws {
+        let missing = try #require(await prepareError(refuse: "the engine library is missing", as: "engine"))
+        #expect(missing.code == .unavailable && missing.exitCode == 69)
+        #expect(missing.context == ErrorContext(stageID: "src", stageKind: "tone"))
+        #expect(missing.message == "the engine library is missing")
+        #expect(describe(missing) == "stage 'src' (tone): the engine library is missing")
+
+        let disk = try #require(await prepareError(refuse: "no room", as: "disk"))
+        #expect(disk.code == .cannotCreate && exitCode(for: disk) == 73)
+        // An error that would blame an item means, at prepare, that what the stage needs is not there.
+        let data = try #require(await prepareError(refuse: "odd", as: "data"))
+        #expect(data.code == .unavailable && data.exitCode == 69)
+    }
+
+    @Test func everyErrorHasAnExitStatusAndAOneLineMessage() {
+        struct Foreign: Error {}
+        #expect(exitCode(for: Foreign()) == 70)
+        #expect(exitCode(for: ModuleError<ToneSource.Failure>(.badData, "x")) == 1)
+        let multiLine = ModuleError<ToneSource.Failure>(.engineMissing, "libfoo said:\n  cannot open\n\n  try again\n", context: ErrorContext(item: "a.wav"))
+        #expect(multiLine.description == "a.wav: libfoo said:; cannot open; try again")
+        #expect(!describe(NSError(domain: NSCocoaErrorDomain, code: 4, userInfo: [NSLocalizedDescriptionKey: "one\ntwo"])).contains("\n"))
     }
 
     @Test func oneOutputFeedsEveryStageThatNamesIt() async throws {

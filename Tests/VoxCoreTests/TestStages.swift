@@ -7,8 +7,17 @@ import VoxTestSupport
 struct ToneSource: Stage {
     typealias Input = InputFile
     typealias Output = AudioBlock
-    struct Configuration: Sendable { var blocks: Int; var failOn: String?; var refuse: String? = nil; var rate: Int? = nil }
-    enum Failure: Sendable, Equatable { case engineMissing }
+    struct Configuration: Sendable { var blocks: Int; var failOn: String?; var refuse: String? = nil; var refuseAs: String? = nil; var rate: Int? = nil }
+    enum Failure: FailureCode {
+        case engineMissing, noRoom, badData
+        var category: VoxFailure {
+            switch self {
+            case .engineMissing: .unavailable
+            case .noRoom: .cannotCreate
+            case .badData: .badInput
+            }
+        }
+    }
     static let kind = "tone"
     static let summary = "test source"
     static let options = [
@@ -16,9 +25,10 @@ struct ToneSource: Stage {
         OptionSpec("failOn", .string, help: "fail items whose name contains this"),
         OptionSpec("rate", .integer(1...192_000), help: "a fixed output rate for the planner (the blocks stay 8 kHz)"),
         OptionSpec("refuse", .string, help: "prepare throws this module's own error with this message"),
+        OptionSpec("refuseAs", .choice(["engine", "disk", "data"]), help: "the refusal's failure code"),
     ]
     static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"), refuse: options.string("refuse"), rate: options.int("rate"))
+        Configuration(blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"), refuse: options.string("refuse"), refuseAs: options.string("refuseAs"), rate: options.int("rate"))
     }
     static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
         StreamFormat(sampleRate: configuration.rate, channels: input.channels)
@@ -26,7 +36,9 @@ struct ToneSource: Stage {
     let configuration: Configuration
     init(id: String, configuration: Configuration, context: StageContext) { self.configuration = configuration }
     func prepare() async throws {
-        if let refuse = configuration.refuse { throw ModuleError<Failure>(.engineMissing, refuse) }
+        guard let refuse = configuration.refuse else { return }
+        let code: Failure = switch configuration.refuseAs { case "disk": .noRoom; case "data": .badData; default: .engineMissing }
+        throw ModuleError<Failure>(code, refuse)
     }
     func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
         for try await file in input {
