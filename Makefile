@@ -4,7 +4,7 @@ DEBUG_BIN := .build/debug/voxpipe
 RELEASE_BIN := .build/release/voxpipe
 DEMO_OUT ?= out/demo
 
-.PHONY: setup build build-debug test demo bench schema clean
+.PHONY: setup build build-debug test demo bench schema readme clean
 
 setup:
 	@scripts/setup.sh
@@ -35,6 +35,10 @@ bench: build
 # Regenerate Pipelines/schema.json after changing a stage's options (a test checks it is current).
 schema: build-debug
 	$(DEBUG_BIN) schema > Pipelines/schema.json
+
+# Regenerate the README's tables of kinds, options and providers (a test checks they are current).
+readme: build-debug
+	$(DEBUG_BIN) stages --update-readme README.md
 
 clean:
 	rm -rf .build out bench/work

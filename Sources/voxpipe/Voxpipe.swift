@@ -71,9 +71,41 @@ struct StagesCommand: ParsableCommand {
     )
 
     @Argument(help: "Show only this kind.") var kind: String?
+    @Option(help: "Print a README table in Markdown instead: kinds (the overview) or reference (every option and provider).")
+    var markdown: StagesMarkdown.Block?
+    @Option(name: .customLong("update-readme"), help: "Rewrite the generated blocks of this Markdown file (make readme).")
+    var readme: String?
+    @Flag(help: "With --update-readme: change nothing, exit 1 if the file's blocks are out of date.") var check = false
+
+    func validate() throws {
+        if check && readme == nil { throw ValidationError("--check needs --update-readme FILE") }
+        if kind != nil && (markdown != nil || readme != nil) { throw ValidationError("a kind goes with the plain listing only") }
+    }
 
     func run() throws {
         let registry = makeRegistry()
+        if let markdown {
+            print(StagesMarkdown.render(markdown, registry: registry))
+            return
+        }
+        if let readme {
+            do {
+                let url = URL(fileURLWithPath: readme)
+                let text = try String(contentsOf: url, encoding: .utf8)
+                let updated = try StagesMarkdown.update(readme: text, registry: registry)
+                guard updated != text else { return }
+                if check {
+                    printError("error: \(readme): the generated tables are out of date; run `make readme`")
+                    throw ExitCode(1)
+                }
+                try AtomicFile.write(Data(updated.utf8), to: url)
+            } catch let error as ExitCode {
+                throw error
+            } catch {
+                throw fail(error)
+            }
+            return
+        }
         var kinds = registry.kinds
         if let kind {
             guard let found = registry[kind] else {
