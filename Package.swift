@@ -54,9 +54,9 @@ let package = Package(
         .testTarget(name: "VoxDecodeTests", dependencies: ["VoxTestSupport", "VoxDecode", "VoxCore", "CSndFile"]),
         .testTarget(name: "VoxResampleTests", dependencies: ["VoxTestSupport", "VoxResample", "VoxDecode", "VoxCore"]),
         .testTarget(name: "VoxChunkTests", dependencies: ["VoxTestSupport", "VoxChunk", "VoxCore"]),
-        .testTarget(name: "VoxTranscribeTests", dependencies: ["VoxTestSupport", "VoxTranscribe", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore"]),
+        .testTarget(name: "VoxTranscribeTests", dependencies: ["VoxTestSupport", "VoxTranscribe", "VoxHTTP", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore"]),
         .testTarget(name: "VoxReplyTests", dependencies: ["VoxTestSupport", "VoxReply", "VoxCore"]),
-        .testTarget(name: "VoxSynthesizeTests", dependencies: ["VoxTestSupport", "VoxSynthesize", "VoxTranscribe", "VoxResample", "VoxCore"]),
+        .testTarget(name: "VoxSynthesizeTests", dependencies: ["VoxTestSupport", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore"]),
         .testTarget(name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
         .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore"]),
     ]

@@ -151,6 +151,10 @@ public struct StageContext: Sendable {
     public var digests: DigestCache
     /// Whether HTTP providers record or replay their exchanges.
     public var recording: ExchangeRecording?
+    /// How HTTP providers reach their servers: nil is libcurl; tests pass a scripted one.
+    public var httpTransport: (any HTTPTransport)?
+    /// What waits (retries, rate limits) go by.
+    public var clock: any VoxClock = SystemClock()
 
     public init(logger: Logger, specDirectory: URL, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
                 spec: JSONValue? = nil, specFingerprint: String? = nil, versions: [String: String] = [:], digests: DigestCache = DigestCache()) {

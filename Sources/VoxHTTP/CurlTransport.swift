@@ -2,34 +2,6 @@ internal import CCurl
 import Foundation
 import VoxCore
 
-/// One HTTP exchange's request.
-public struct HTTPRequest: Sendable {
-    public var method: String
-    public var url: String
-    public var headers: [(String, String)]
-    public var body: Data
-
-    public init(method: String, url: String, headers: [(String, String)] = [], body: Data = Data()) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-    }
-}
-
-/// One HTTP exchange's response. Header names are lowercased.
-public struct HTTPResponse: Sendable, Codable, Equatable {
-    public var status: Int
-    public var headers: [String: String]
-    public var body: Data
-
-    public init(status: Int, headers: [String: String], body: Data) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-}
-
 /// Why an exchange failed.
 public typealias HTTPError = ModuleError<HTTPFailure>
 
@@ -61,7 +33,7 @@ public enum HTTPFailure: FailureCode {
 /// Performs exchanges with libcurl. A blocking call, so it runs on a thread of its own rather
 /// than one of Swift's cooperative ones. Easy handles are pooled and reused, so connections to
 /// the server stay open between requests (keep-alive).
-final class CurlTransport: @unchecked Sendable {
+final class CurlTransport: HTTPTransport, @unchecked Sendable {
     static let initialized: Bool = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK }()
 
     private let lock = NSLock()
@@ -79,10 +51,10 @@ final class CurlTransport: @unchecked Sendable {
 
     private func giveBack(_ handle: UnsafeMutableRawPointer) { lock.withLock { idle.append(handle) } }
 
-    func perform(_ request: HTTPRequest, settings: HTTPSettings) async throws -> HTTPResponse {
+    func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(with: Result { try self.performBlocking(request, settings: settings) })
+                continuation.resume(with: Result { try self.performBlocking(request) })
             }
         }
     }
@@ -92,7 +64,7 @@ final class CurlTransport: @unchecked Sendable {
         var headers: [String: String] = [:]
     }
 
-    func performBlocking(_ request: HTTPRequest, settings: HTTPSettings) throws -> HTTPResponse {
+    func performBlocking(_ request: HTTPRequest) throws -> HTTPResponse {
         _ = Self.initialized
         guard let handle = take() else { throw HTTPError(.connection, "libcurl could not start a transfer") }
         defer { giveBack(handle) }
@@ -109,10 +81,10 @@ final class CurlTransport: @unchecked Sendable {
         vox_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method)
         vox_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, list)
         vox_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
-        vox_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeout * 1000))
-        vox_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(settings.timeout(forBytes: request.body.count) * 1000))
-        vox_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, settings.lowSpeedBytes)
-        vox_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, settings.lowSpeedSeconds)
+        vox_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout * 1000))
+        vox_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(request.timeout * 1000))
+        vox_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, request.lowSpeedBytes)
+        vox_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, request.lowSpeedSeconds)
         vox_curl_setopt_long(handle, CURLOPT_ACCEPT_ENCODING, 0)
         vox_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, context.toOpaque())
         vox_curl_setopt_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, user in

@@ -10,20 +10,22 @@ public final class HTTPClient: Sendable {
     let apiKey: String?
     let recording: ExchangeRecording?
     let limiter: RateLimiter
-    let transport = CurlTransport()
-    /// Waits between attempts; tests pass their own to record the waits.
-    let sleep: @Sendable (Double) async throws -> Void
+    let transport: any HTTPTransport
+    /// Waits between attempts and spaces requests; tests pass one that moves on without sleeping.
+    let clock: any VoxClock
     /// A number in 0..<1 for jitter.
     let random: @Sendable () -> Double
 
+    /// `transport` nil means libcurl.
     public init(settings: HTTPSettings, apiKey: String?, recording: ExchangeRecording?,
-                sleep: @escaping @Sendable (Double) async throws -> Void = { try await Task.sleep(nanoseconds: UInt64($0 * 1e9)) },
+                transport: (any HTTPTransport)? = nil, clock: any VoxClock = SystemClock(),
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
         self.settings = settings
         self.apiKey = apiKey
         self.recording = recording
-        limiter = RateLimiter(perMinute: settings.requestsPerMinute, maxInFlight: settings.maxInFlight)
-        self.sleep = sleep
+        self.transport = transport ?? CurlTransport()
+        self.clock = clock
+        limiter = RateLimiter(perMinute: settings.requestsPerMinute, maxInFlight: settings.maxInFlight, clock: clock)
         self.random = random
     }
 
@@ -36,13 +38,17 @@ public final class HTTPClient: Sendable {
         if case .replay(let folder) = recording { return try replay(request, from: folder) }
         var authorized = request
         if let apiKey { authorized.headers.append(("Authorization", "Bearer \(apiKey)")) }
+        authorized.connectTimeout = settings.connectTimeout
+        authorized.timeout = settings.timeout(forBytes: request.body.count)
+        authorized.lowSpeedBytes = settings.lowSpeedBytes
+        authorized.lowSpeedSeconds = settings.lowSpeedSeconds
         var attempt = 0
         while true {
             try Task.checkCancellation()
             let outcome: Result<HTTPResponse, any Error>
             await limiter.acquire()
             do {
-                outcome = .success(try await transport.perform(authorized, settings: settings))
+                outcome = .success(try await transport.perform(authorized))
             } catch {
                 outcome = .failure(error)
             }
@@ -55,7 +61,7 @@ public final class HTTPClient: Sendable {
                 return response
             }
             attempt += 1
-            try await sleep(wait)
+            try await clock.sleep(wait)
         }
     }
 
@@ -152,13 +158,16 @@ public final class HTTPClient: Sendable {
 actor RateLimiter {
     let interval: Double
     let maxInFlight: Int
-    var next = ContinuousClock.now
+    let clock: any VoxClock
+    var next: Double
     var inFlight = 0
     var waiting: [CheckedContinuation<Void, Never>] = []
 
-    init(perMinute: Double, maxInFlight: Int) {
+    init(perMinute: Double, maxInFlight: Int, clock: any VoxClock) {
         interval = perMinute > 0 ? 60 / perMinute : 0
         self.maxInFlight = max(1, maxInFlight)
+        self.clock = clock
+        next = clock.now
     }
 
     func acquire() async {
@@ -167,10 +176,10 @@ actor RateLimiter {
         }
         inFlight += 1
         if interval > 0 {
-            let now = ContinuousClock.now
+            let now = clock.now
             let start = max(now, next)
-            next = start + .milliseconds(Int64(interval * 1000))
-            if start > now { try? await Task.sleep(until: start, clock: .continuous) }
+            next = start + interval
+            if start > now { try? await clock.sleep(start - now) }
         }
     }
 

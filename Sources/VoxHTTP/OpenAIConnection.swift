@@ -7,11 +7,12 @@ import VoxCore
 public struct OpenAIConnection: Sendable {
     public let client: HTTPClient
 
-    public init(settings: HTTPSettings, recording: ExchangeRecording?) throws {
+    /// The transport and clock come from the stage's context (libcurl and the system clock in a run).
+    public init(settings: HTTPSettings, context: StageContext) throws {
         // A replayed run sends nothing, so it needs no key.
         var key: String?
-        if case .replay = recording {} else { key = try settings.apiKey() }
-        client = HTTPClient(settings: settings, apiKey: key, recording: recording)
+        if case .replay = context.recording {} else { key = try settings.apiKey() }
+        client = HTTPClient(settings: settings, apiKey: key, recording: context.recording, transport: context.httpTransport, clock: context.clock)
     }
 
     /// `GET {baseURL}/models`: the server answers and accepts the key, or exit 69 with why.

@@ -9,7 +9,7 @@ public struct OpenAIReplier: ReplyProvider, ProviderKind {
     public static let name = "openai"
     public static let summary = "POST {baseURL}/chat/completions with the lesson so far as history (OpenAI, vLLM, Ollama, LocalAI)."
     public static func make(_ settings: Settings, context: StageContext) throws -> any ReplyProvider {
-        try OpenAIReplier(settings: settings, recording: context.recording)
+        try OpenAIReplier(settings: settings, context: context)
     }
 
     public struct Settings: Sendable {
@@ -46,9 +46,9 @@ public struct OpenAIReplier: ReplyProvider, ProviderKind {
     let settings: Settings
     let connection: OpenAIConnection
 
-    public init(settings: Settings, recording: ExchangeRecording?) throws {
+    public init(settings: Settings, context: StageContext) throws {
         self.settings = settings
-        connection = try OpenAIConnection(settings: settings.http, recording: recording)
+        connection = try OpenAIConnection(settings: settings.http, context: context)
     }
 
     public func prepare() async throws { try await connection.prepare(provider: "openai chat") }

@@ -9,7 +9,7 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
     public static let name = "openai"
     public static let summary = "POST {baseURL}/audio/speech (OpenAI, speaches, LocalAI); 24 kHz mono for pcm."
     public static func make(_ settings: Settings, context: StageContext) throws -> any SpeechProvider {
-        try OpenAISpeaker(settings: settings, recording: context.recording)
+        try OpenAISpeaker(settings: settings, context: context)
     }
     /// pcm is 24 kHz by the API's definition; a WAV answer's rate is the server's.
     public static func streamFormat(_ settings: Settings) -> StreamFormat? {
@@ -43,9 +43,9 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
     let settings: Settings
     let connection: OpenAIConnection
 
-    public init(settings: Settings, recording: ExchangeRecording?) throws {
+    public init(settings: Settings, context: StageContext) throws {
         self.settings = settings
-        connection = try OpenAIConnection(settings: settings.http, recording: recording)
+        connection = try OpenAIConnection(settings: settings.http, context: context)
     }
 
     public func prepare() async throws { try await connection.prepare(provider: "openai speech") }

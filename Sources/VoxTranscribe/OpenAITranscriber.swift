@@ -10,7 +10,7 @@ public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unch
     public static let name = "openai"
     public static let summary = "POST {baseURL}/audio/transcriptions (OpenAI, whisper.cpp server, speaches, LocalAI)."
     public static func make(_ settings: Settings, context: StageContext) throws -> any TranscriptionProvider {
-        try OpenAITranscriber(settings: settings, recording: context.recording)
+        try OpenAITranscriber(settings: settings, context: context)
     }
 
     public struct Settings: Sendable {
@@ -39,9 +39,9 @@ public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unch
     let settings: Settings
     let connection: OpenAIConnection
 
-    public init(settings: Settings, recording: ExchangeRecording?) throws {
+    public init(settings: Settings, context: StageContext) throws {
         self.settings = settings
-        connection = try OpenAIConnection(settings: settings.http, recording: recording)
+        connection = try OpenAIConnection(settings: settings.http, context: context)
     }
 
     public func prepare() async throws { try await connection.prepare(provider: "openai transcription") }

@@ -16,16 +16,10 @@ import VoxTestSupport
         return HTTPSettings(StageOptions(stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values, specs: HTTPSettings.options), environment: [:])
     }
 
-    final class Waits: @unchecked Sendable {
-        let lock = NSLock()
-        var values: [Double] = []
-        func add(_ v: Double) { lock.withLock { values.append(v) } }
-    }
-
-    /// A client whose waits are recorded (and really slept) and whose jitter is fixed at half.
-    func client(_ settings: HTTPSettings, key: String? = nil, waits: Waits = Waits()) -> HTTPClient {
-        HTTPClient(settings: settings, apiKey: key ?? server.key, recording: nil,
-                   sleep: { waits.add($0); try await Task.sleep(nanoseconds: UInt64($0 * 1e9)) }, random: { 0.5 })
+    /// A client over libcurl whose waits go by a manual clock (recorded, never slept) and whose
+    /// jitter is fixed at half.
+    func client(_ settings: HTTPSettings, key: String? = nil, clock: ManualClock = ManualClock()) -> HTTPClient {
+        HTTPClient(settings: settings, apiKey: key ?? server.key, recording: nil, clock: clock, random: { 0.5 })
     }
 
     func get(_ client: HTTPClient) async throws -> HTTPResponse {
@@ -38,26 +32,20 @@ import VoxTestSupport
 
     @Test func a429WithRetryAfterIsWaitedOutThenSucceeds() async throws {
         try server.inject([["path": "/v1/models", "kind": "status", "status": 429, "retryAfter": 1, "count": 1]])
-        let waits = Waits()
-        let response = try await get(client(settings(), waits: waits))
+        let clock = ManualClock()
+        let response = try await get(client(settings(), clock: clock))
         #expect(response.status == 200)
-        #expect(waits.values == [1])
-        let t = try times("/v1/models")
-        #expect(t.count == 2)
-        // The wait the client chose is exact (above); on the clock it is at least that long.
-        // (An upper bound on wall time belongs in make bench: a loaded CI machine stretches it.)
-        #expect(t[1] - t[0] >= 1.0, "waited \(t[1] - t[0]) s")
+        #expect(clock.sleeps == [1])
+        #expect(try times("/v1/models").count == 2)
     }
 
     @Test func serverErrorsAreRetriedWithExponentialBackoffAndFullJitter() async throws {
         try server.inject([["path": "/v1/models", "kind": "status", "status": 500, "count": 1], ["path": "/v1/models", "kind": "status", "status": 503, "count": 1]])
-        let waits = Waits()
-        #expect(try await get(client(settings(), waits: waits)).status == 200)
+        let clock = ManualClock()
+        #expect(try await get(client(settings(), clock: clock)).status == 200)
         // Jitter fixed at 0.5: half of 0.2 s, then half of 0.4 s.
-        #expect(waits.values.map { ($0 * 1000).rounded() } == [100, 200])
-        let t = try times("/v1/models")
-        #expect(t.count == 3)
-        #expect(t[1] - t[0] >= 0.1 && t[2] - t[1] >= 0.2)
+        #expect(clock.sleeps.map { ($0 * 1000).rounded() } == [100, 200])
+        #expect(try times("/v1/models").count == 3)
     }
 
     @Test func retriesGiveUpAfterMaxRetriesWithTheServersMessage() async throws {
@@ -86,7 +74,7 @@ import VoxTestSupport
 
     @Test func invalidJSONIsAnErrorNamingWhatCameBack() async throws {
         try server.inject([["path": "/v1/chat/completions", "kind": "invalid-json", "count": 1]])
-        let connection = try OpenAIConnection(settings: settings(), recording: nil)
+        let connection = try OpenAIConnection(settings: settings(), context: testContext())
         let response = try await connection.postJSON("chat/completions", ["model": "m", "messages": []])
         #expect(throws: HTTPError.self) { try OpenAIConnection.object(response) }
         do { _ = try OpenAIConnection.object(response) } catch let e as HTTPError { #expect(e.message == "the server's answer is not a JSON object: <html>not json</html>") }
@@ -117,12 +105,12 @@ import VoxTestSupport
     }
 
     @Test func aRequestsPerMinuteLimitSpacesRequests() async throws {
-        let c = client(settings(["requestsPerMinute": 600]))
+        let clock = ManualClock()
+        let c = client(settings(["requestsPerMinute": 600]), clock: clock)
         for _ in 0..<6 { _ = try await get(c) }
-        let t = try times("/v1/models")
-        #expect(t.count == 6)
-        // 600 a minute: one every 0.1 s, so five gaps take at least 0.45 s (within 10%).
-        #expect(t[5] - t[0] >= 0.45, "six requests in \(t[5] - t[0]) s")
+        #expect(try times("/v1/models").count == 6)
+        // 600 a minute: one every 0.1 s; the first goes at once.
+        #expect(clock.sleeps.map { ($0 * 1000).rounded() } == [100, 100, 100, 100, 100])
     }
 
     @Test func theBaseURLComesFromTheSpecElseTheEnvironmentElseOpenAI() {
@@ -132,5 +120,49 @@ import VoxTestSupport
         #expect(base(["baseURL": "http://a/v1/"], ["OPENAI_BASE_URL": "http://b/v1"]) == "http://a/v1")
         #expect(base([:], ["OPENAI_BASE_URL": "http://b/v1"]) == "http://b/v1")
         #expect(base([:], [:]) == "https://api.openai.com/v1")
+    }
+}
+
+/// The client's retry and rate-limit logic over a scripted transport: no server, no real time.
+@Suite struct HTTPClientLogicTests {
+    func settings(_ extra: [String: JSONValue] = [:]) -> HTTPSettings {
+        var values: [String: JSONValue] = ["baseURL": "http://127.0.0.1:9/v1", "backoff": 1, "maxRetries": 3]
+        values.merge(extra) { $1 }
+        return HTTPSettings(StageOptions(stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values, specs: HTTPSettings.options), environment: [:])
+    }
+
+    func send(_ script: [ScriptedTransport.Step], _ settings: HTTPSettings, clock: ManualClock = ManualClock()) async throws -> (HTTPResponse, ScriptedTransport) {
+        let transport = ScriptedTransport(script, clock: clock)
+        let client = HTTPClient(settings: settings, apiKey: "sk-x", recording: nil, transport: transport, clock: clock, random: { 0.5 })
+        return (try await client.send(HTTPRequest(method: "GET", url: client.url("models"))), transport)
+    }
+
+    @Test func aBrokenConnectionIsRetriedWithBackoffThenSucceeds() async throws {
+        let clock = ManualClock()
+        let (response, transport) = try await send([.fail(HTTPError(.connection, "reset")), .fail(HTTPError(.timeout, "slow")), .respond(ScriptedTransport.models)],
+                                                   settings(), clock: clock)
+        #expect(response.status == 200)
+        #expect(clock.sleeps == [0.5, 1.0])
+        #expect(transport.requests.map(\.time) == [1000, 1000.5, 1001.5])
+        // The key and the provider's limits go with every attempt.
+        #expect(transport.requests.allSatisfy { $0.header("authorization") == "Bearer sk-x" && $0.request.connectTimeout == settings().connectTimeout })
+    }
+
+    @Test func backoffIsCappedAndRetryAfterWins() async throws {
+        let clock = ManualClock()
+        let busy = ScriptedTransport.json(503, #"{"error":{"message":"busy"}}"#)
+        let limited = ScriptedTransport.json(429, #"{"error":{"message":"slow down"}}"#, headers: ["retry-after": "7"])
+        _ = try await send([.respond(busy), .respond(busy), .respond(busy), .respond(limited), .respond(ScriptedTransport.models)],
+                           settings(["maxRetries": 5, "backoff": 10]), clock: clock)
+        // Half of 10, 20, then of the 30-s cap (not 40); then the server's own 7 s.
+        #expect(clock.sleeps == [5, 10, 15, 7])
+    }
+
+    @Test func aClientErrorIsNotRetriedAndGivesTheServersMessage() async throws {
+        let clock = ManualClock()
+        await #expect(throws: HTTPError(.status(400), "the server answered 400: bad field")) {
+            _ = try await send([.respond(ScriptedTransport.json(400, #"{"error":{"message":"bad field"}}"#))], settings(), clock: clock)
+        }
+        #expect(clock.sleeps.isEmpty)
     }
 }

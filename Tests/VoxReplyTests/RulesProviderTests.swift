@@ -87,7 +87,7 @@ import VoxTestSupport
     @Test func theSystemPromptAndTheLastTurnsOfTheLessonGoAsHistory() throws {
         let options = StageOptions(stageID: "tutor", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
                                    values: ["systemPrompt": "Du bist Lehrer.", "memory": 2, "baseURL": "http://127.0.0.1:9/v1"], specs: OpenAIReplier.options)
-        let replier = try OpenAIReplier(settings: try OpenAIReplier.settings(options), recording: nil)
+        let replier = try OpenAIReplier(settings: try OpenAIReplier.settings(options), context: testContext())
         let history = (1...3).map { ConversationTurn(user: "u\($0)", assistant: "a\($0)") }
         let messages = replier.messages(for: transcript("jetzt"), history: history)
         #expect(messages.map { $0["role"] ?? "" } == ["system", "user", "assistant", "user", "assistant", "user"])
