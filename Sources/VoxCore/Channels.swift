@@ -1,3 +1,4 @@
+import Foundation
 import AsyncAlgorithms
 
 /// The channel type between two stages: bounded (a `send` waits for the consumer) and failable.
@@ -8,16 +9,23 @@ public typealias PayloadChannel = AsyncThrowingChannel<any Payload, any Error>
 public struct Inbox<Input: StageInput>: AsyncSequence, Sendable {
     public typealias Element = Input
     let channel: PayloadChannel
+    let counter: ReadCounter?
 
-    public init(_ channel: PayloadChannel) { self.channel = channel }
+    /// `counting` tallies the values the stage takes (the stage harness checks none is left unread).
+    public init(_ channel: PayloadChannel, counting counter: ReadCounter? = nil) {
+        self.channel = channel
+        self.counter = counter
+    }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(base: channel.makeAsyncIterator()) }
+    public func makeAsyncIterator() -> Iterator { Iterator(base: channel.makeAsyncIterator(), counter: counter) }
 
     public struct Iterator: AsyncIteratorProtocol {
         var base: PayloadChannel.Iterator
+        let counter: ReadCounter?
 
         public mutating func next() async throws -> Input? {
             guard let payload = try await base.next() else { return nil }
+            counter?.increment()
             guard let value = Input(payload: payload) else {
                 // The planner checked this edge; reaching here is a bug, not bad input.
                 throw VoxError(.internal, "a \(type(of: payload).payloadType) reached a stage that takes \(Input.accepted.map(\.rawValue).joined(separator: " | "))")
@@ -25,6 +33,17 @@ public struct Inbox<Input: StageInput>: AsyncSequence, Sendable {
             return value
         }
     }
+}
+
+/// How many values a stage has taken from its inbox.
+public final class ReadCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    public init() {}
+
+    public var value: Int { lock.withLock { count } }
+    func increment() { lock.withLock { count += 1 } }
 }
 
 /// Receives what terminal stages (those nothing reads from) give: the runner collects artifacts.

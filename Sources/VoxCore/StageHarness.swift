@@ -2,32 +2,50 @@ import Foundation
 import Logging
 
 /// Runs one stage alone on given inputs, the way swift-nio's `EmbeddedChannel` tests a handler:
-/// feed typed values, finish, and look at what came out. For tests of stage modules.
+/// feed typed values, finish, and look at what came out, what the stage logged, and what it
+/// reported about the item. It fails when an input is not one the stage takes, and when the stage
+/// returns with input left unread (in a pipeline that would stall the stage before it). The
+/// context carries the test's HTTP transport and clock, when given. For tests of stage modules.
 public struct StageHarness<S: Stage> {
     public let stage: S
     public let outputDirectory: URL
     public let item: InputFile
+    /// Everything the stage logged, at every level, in order.
+    public let logs: CapturedLogs
 
     /// Configures the stage from spec options, as a spec would.
     public init(_ type: S.Type, id: String = "stage", options: [String: JSONValue] = [:],
-                outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil, rateConversion: (any RateConversion)? = nil) throws {
+                outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil, rateConversion: (any RateConversion)? = nil,
+                httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil) throws {
         let base = baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         try validateOptions(options, against: S.options, path: "stages[0]", owner: S.kind)
         let configuration = try S.configure(StageOptions(stageID: id, path: "stages[0]", baseDirectory: base, values: options, specs: S.options))
-        let logger = Logger(label: "voxpipe.test")
-        stage = try S(id: id, configuration: configuration, context: StageContext(logger: logger, specDirectory: base, rateConversion: rateConversion))
+        logs = CapturedLogs()
+        var context = StageContext(logger: logs.logger(), specDirectory: base, rateConversion: rateConversion)
+        context.httpTransport = httpTransport
+        if let clock { context.clock = clock }
+        stage = try S(id: id, configuration: configuration, context: context)
         self.outputDirectory = outputDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-harness-\(UUID().uuidString)")
         self.item = item ?? InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "item.wav", outputName: "item")
+    }
+
+    /// Feeds `inputs` (the stage's own input type), ends the input, and returns every output.
+    public func run(_ inputs: [S.Input], commit: Bool = true) async throws -> (outputs: [S.Output], stats: ItemStats) where S.Input: Payload {
+        try await run(inputs.map { $0 as any Payload }, commit: commit)
     }
 
     /// Feeds `inputs`, ends the input, and returns every output in order. When `commit` is set,
     /// reserved output files are moved into place as the runner would on success.
     public func run(_ inputs: [any Payload], commit: Bool = true) async throws -> (outputs: [S.Output], stats: ItemStats) {
+        for (i, input) in inputs.enumerated() where S.Input(payload: input) == nil {
+            throw HarnessError("input \(i) is \(type(of: input).payloadType), which \(S.kind) does not take (it takes \(S.Input.accepted.map(\.rawValue).joined(separator: " | ")))")
+        }
         try await stage.prepare()
         let inbox = PayloadChannel()
         let outbox = PayloadChannel()
+        let read = ReadCounter()
         let outputs = ItemOutputs(root: outputDirectory, folderName: item.outputName)
-        let context = ItemContext(item: item, outputs: outputs, logger: Logger(label: "voxpipe.test"))
+        let context = ItemContext(item: item, outputs: outputs, logger: logs.logger())
         let stage = self.stage
         let collected: [S.Output] = try await withThrowingTaskGroup(of: [S.Output]?.self) { group in
             group.addTask {
@@ -37,9 +55,12 @@ public struct StageHarness<S: Stage> {
             }
             group.addTask {
                 do {
-                    try await stage.run(Inbox(inbox), Outbox(channels: [outbox], sink: nil), context)
+                    try await stage.run(Inbox(inbox, counting: read), Outbox(channels: [outbox], sink: nil), context)
+                    // Release the feeder whatever the stage left; what it left is checked below.
+                    inbox.finish()
                     outbox.finish()
                 } catch {
+                    inbox.finish()
                     outbox.fail(error)
                     throw error
                 }
@@ -54,7 +75,61 @@ public struct StageHarness<S: Stage> {
             for try await value in group { if let v = value { result = v } }
             return result
         }
+        guard read.value == inputs.count else {
+            outputs.discard()
+            throw HarnessError("\(S.kind) returned with \(inputs.count - read.value) of \(inputs.count) inputs unread")
+        }
         if commit { try outputs.commit() } else { outputs.discard() }
         return (collected, context.stats)
+    }
+}
+
+/// A misuse of the harness, or a stage that broke its contract.
+public struct HarnessError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Log records kept in memory, for tests that assert what a stage logged.
+public final class CapturedLogs: @unchecked Sendable {
+    /// One record: level, message and metadata (as text).
+    public struct Record: Sendable, Equatable {
+        public var level: Logger.Level
+        public var message: String
+        public var metadata: [String: String]
+    }
+
+    private let lock = NSLock()
+    private var kept: [Record] = []
+
+    public init() {}
+
+    /// Every record, in order.
+    public var records: [Record] { lock.withLock { kept } }
+
+    /// A logger that keeps its records here (every level).
+    public func logger(label: String = "voxpipe.test") -> Logger {
+        var logger = Logger(label: label) { _ in Handler(store: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    func append(_ record: Record) { lock.withLock { kept.append(record) } }
+
+    struct Handler: LogHandler {
+        let store: CapturedLogs
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            var all = metadata
+            if let extra = event.metadata { all.merge(extra) { $1 } }
+            store.append(Record(level: event.level, message: event.message.description, metadata: all.mapValues { "\($0)" }))
+        }
     }
 }

@@ -23,7 +23,7 @@ import VoxTestSupport
 
     @Test func unknownOptionNamesPathAndStage() {
         #expect(planError(#"{"stages":[{"id":"a","kind":"tone","blokcs":3}]}"#)
-            == "stages[0].blokcs: unknown option for tone (known: blocks, failOn, rate, refuse) (stage 'a')")
+            == "stages[0].blokcs: unknown option for tone (known: blocks, failOn, rate, refuse, refuseAs) (stage 'a')")
     }
 
     @Test func wrongValueTypeNamesPath() {

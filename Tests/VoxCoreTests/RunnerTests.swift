@@ -103,6 +103,20 @@ import VoxTestSupport
         let block = AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.25, 0.5], frameOffset: 0)
         let (outputs, _) = try await harness.run([block, block])
         #expect(outputs.map(\.samples) == [[1, 2], [1, 2]])
+        #expect(harness.logs.records.isEmpty)
+    }
+
+    @Test func theHarnessFailsAStageThatLeavesInputUnreadAndKeepsWhatItLogged() async throws {
+        let harness = try StageHarness(Gain.self, options: ["stopAfter": 1])
+        let block = AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.25], frameOffset: 0)
+        await #expect(throws: HarnessError("gain returned with 2 of 4 inputs unread")) { _ = try await harness.run([block, block, block, block]) }
+        #expect(harness.logs.records == [CapturedLogs.Record(level: .warning, message: "stopping early", metadata: ["stage.id": "gain", "blocks": "1"])])
+    }
+
+    @Test func theHarnessRefusesAnInputTheStageDoesNotTake() async throws {
+        let harness = try StageHarness(Gain.self)
+        let file = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "a.wav", outputName: "a")
+        await #expect(throws: HarnessError("input 0 is InputFile, which gain does not take (it takes AudioBlock)")) { _ = try await harness.run([file]) }
     }
 }
 

@@ -53,21 +53,32 @@ struct ToneSource: Stage {
 struct Gain: Stage {
     typealias Input = AudioBlock
     typealias Output = AudioBlock
-    typealias Configuration = Float
+    struct Configuration: Sendable { var factor: Float; var stopAfter: Int? }
     static let kind = "gain"
     static let summary = "test gain"
-    static let options = [OptionSpec("factor", .number(0...10), default: 2, help: "factor")]
-    static func configure(_ options: StageOptions) throws -> Float { Float(options.double("factor") ?? 2) }
-    static func outputFormat(_ configuration: Float, input: StreamFormat) throws -> StreamFormat {
+    static let options = [
+        OptionSpec("factor", .number(0...10), default: 2, help: "factor"),
+        OptionSpec("stopAfter", .integer(0...100), help: "a broken gain: returns after this many blocks, with a warning"),
+    ]
+    static func configure(_ options: StageOptions) throws -> Configuration {
+        Configuration(factor: Float(options.double("factor") ?? 2), stopAfter: options.int("stopAfter"))
+    }
+    static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
         if input.sampleRate == nil { return input }
         throw PlanError("gain takes only source-rate audio")
     }
-    let factor: Float
-    init(id: String, configuration: Float, context: StageContext) { factor = configuration }
+    let configuration: Configuration
+    init(id: String, configuration: Configuration, context: StageContext) { self.configuration = configuration }
     func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
+        var count = 0
         for try await var block in input {
-            block.samples = block.samples.map { $0 * factor }
+            if let stop = configuration.stopAfter, count == stop {
+                item.logger.warning("stopping early", metadata: ["stage.id": "gain", "blocks": .stringConvertible(count)])
+                return
+            }
+            block.samples = block.samples.map { $0 * configuration.factor }
             try await output.send(block)
+            count += 1
         }
     }
 }

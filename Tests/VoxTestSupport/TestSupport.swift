@@ -96,3 +96,29 @@ public func wordErrorRate(reference: String, hypothesis: String) -> Double {
     }
     return Double(previous[h.count]) / Double(r.count)
 }
+
+/// Recordings and models that other Debian packages (or `make setup`) install, which some tests
+/// use as real-world material. A test that needs one is enabled only when it is there, with a
+/// reason naming the package, so a machine without it skips loudly instead of failing oddly.
+public enum InstalledFixture: String, Sendable {
+    /// LibriVox read speech with reference transcripts (Debian's pocketsphinx-testdata).
+    case librivox = "/usr/share/pocketsphinx/test/data/librivox"
+    /// A man saying "front left" (Debian's alsa-utils).
+    case alsaFrontLeft = "/usr/share/sounds/alsa/Front_Left.wav"
+    /// A man saying "front right" (Debian's alsa-utils).
+    case alsaFrontRight = "/usr/share/sounds/alsa/Front_Right.wav"
+    /// The Whisper models `make setup` converts from PyPI packages.
+    case whisperModels = "/usr/local/share/voxpipe/models"
+
+    public var url: URL { URL(fileURLWithPath: rawValue) }
+    public var isPresent: Bool { FileManager.default.fileExists(atPath: rawValue) }
+
+    /// Why a test is skipped without it.
+    public var skipReason: String {
+        switch self {
+        case .librivox: "needs \(rawValue) from Debian's pocketsphinx-testdata (make setup installs it)"
+        case .alsaFrontLeft, .alsaFrontRight: "needs \(rawValue) from Debian's alsa-utils (make setup installs it)"
+        case .whisperModels: "needs the Whisper models in \(rawValue) (make setup converts them)"
+        }
+    }
+}

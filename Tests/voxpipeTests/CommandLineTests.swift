@@ -273,7 +273,7 @@ import VoxTestSupport
     }
 }
 
-@Suite(.serialized) struct WhisperCommandTests {
+@Suite(.serialized, .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))) struct WhisperCommandTests {
     static let spec = #"""
     {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
     {"id":"turns","kind":"chunk","mode":"voice","maxSeconds":30},{"id":"asr","kind":"transcribe","provider":{"name":"whisper","model":"MODEL"}},
@@ -297,7 +297,7 @@ import VoxTestSupport
 
     @Test func twoRunsGiveByteIdenticalTranscriptsAndAChangedModelRedoesTheItem() throws {
         let dir = temporaryDirectory()
-        let models = URL(fileURLWithPath: "/usr/local/share/voxpipe/models")
+        let models = InstalledFixture.whisperModels.url
         let link = dir.appendingPathComponent("model.bin")
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: models.appendingPathComponent("base/ggml-model.bin"))
         let spec = try writeSpec(Self.spec.replacingOccurrences(of: "MODEL", with: "model.bin"), in: dir)

@@ -181,11 +181,11 @@ import VoxTestSupport
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("bad.wav").path))
     }
 
-    @Test func theTranscribedVariantPutsATranscriptOfTheSameWindowInTheBag() throws {
+    @Test(.enabled(if: InstalledFixture.alsaFrontRight.isPresent, Comment(rawValue: InstalledFixture.alsaFrontRight.skipReason)), .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))) func theTranscribedVariantPutsATranscriptOfTheSameWindowInTheBag() throws {
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: URL(fileURLWithPath: "/usr/share/sounds/alsa/Front_Right.wav"), to: input.appendingPathComponent("voice.wav"))
+        try FileManager.default.copyItem(at: InstalledFixture.alsaFrontRight.url, to: input.appendingPathComponent("voice.wav"))
         let out = dir.appendingPathComponent("out")
         let result = try voxpipe(["run", packageRoot.appendingPathComponent("Pipelines/moderation-evidence-transcribed.json").path, input.path, "-o", out.path])
         #expect(result.status == 0, "\(result.stderr)")
