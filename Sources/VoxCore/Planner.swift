@@ -28,6 +28,16 @@ public struct Plan: Sendable {
     /// The spec as a value (canonical: no `$schema`, no `description`).
     public let spec: JSONValue
 
+    /// What each stage declares about itself for provenance records, in plan order, each with
+    /// its `id` and `kind`.
+    public var provenance: [JSONValue] {
+        nodes.compactMap { node in
+            node.kind.provenance(node.configuration).map { facts in
+                .object(facts.merging(["id": .string(node.id), "kind": .string(node.kind.kind)]) { _, b in b })
+            }
+        }
+    }
+
     /// Nodes in an order where each comes after every stage it reads from.
     public var topologicalOrder: [Node] {
         var waiting = nodes.map(\.parents.count)

@@ -27,11 +27,14 @@ public protocol ProviderKind {
     /// Files whose content decides what the engine gives though no path option names them (a
     /// model resolved from a short name), for the item key. The default is none.
     static func identityFiles(_ settings: Settings) -> [URL]
+    /// What the engine contributes to provenance records besides its name (a model). The default is nothing.
+    static func provenance(_ settings: Settings) -> [String: JSONValue]
 }
 
 extension ProviderKind {
     public static func streamFormat(_ settings: Settings) -> StreamFormat? { nil }
     public static func identityFiles(_ settings: Settings) -> [URL] { [] }
+    public static func provenance(_ settings: Settings) -> [String: JSONValue] { [:] }
 }
 
 /// A provider kind with its types erased, as a stage lists it.
@@ -41,6 +44,7 @@ public struct ProviderEntry<Engine>: Sendable {
     let make: @Sendable (any Sendable, StageContext) throws -> Engine
     let streamFormat: @Sendable (any Sendable) -> StreamFormat?
     let identityFiles: @Sendable (any Sendable) -> [URL]
+    let provenance: @Sendable (any Sendable) -> [String: JSONValue]
 
     public init<P: ProviderKind>(_ type: P.Type) where P.Engine == Engine {
         spec = ProviderSpec(name: P.name, summary: P.summary, options: P.options)
@@ -51,6 +55,7 @@ public struct ProviderEntry<Engine>: Sendable {
         }
         streamFormat = { ($0 as? P.Settings).flatMap(P.streamFormat) }
         identityFiles = { ($0 as? P.Settings).map(P.identityFiles) ?? [] }
+        provenance = { ($0 as? P.Settings).map(P.provenance) ?? [:] }
     }
 }
 
@@ -64,6 +69,8 @@ public struct ChosenProvider<Engine>: Sendable {
     public func make(_ context: StageContext) throws -> Engine { try entry.make(settings, context) }
     public var streamFormat: StreamFormat? { entry.streamFormat(settings) }
     public var identityFiles: [URL] { entry.identityFiles(settings) }
+    /// `{"provider": name, …what the provider adds}`, for a stage's `provenance`.
+    public var provenance: [String: JSONValue] { entry.provenance(settings).merging(["provider": .string(name)]) { _, b in b } }
 }
 
 /// The providers of one stage kind.

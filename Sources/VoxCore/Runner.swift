@@ -88,6 +88,12 @@ public struct RunOptions: Sendable {
     /// Redo items the ledger says are done.
     public var force: Bool
 
+    /// Whether an item runs or is skipped, and why: what `run` does and `--dry-run` prints.
+    public func decision(for item: InputFile) -> Ledger.Decision {
+        if force { return .run(reason: "--force") }
+        return ledger?.decide(item) ?? .run(reason: "no ledger")
+    }
+
     public init(outputDirectory: URL, jobs: Int, ledger: Ledger? = nil, force: Bool = false) {
         self.outputDirectory = outputDirectory
         self.jobs = max(1, jobs)
@@ -111,6 +117,7 @@ public struct Runner: Sendable {
             do {
                 var nodeContext = context
                 nodeContext.lookback = plan.lookback(after: node.index)
+                nodeContext.provenance = plan.provenance
                 let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
                 try await stage.prepare()
                 stages.append(stage)
@@ -172,6 +179,9 @@ public struct Runner: Sendable {
         return results
     }
 
+    /// Why a skipped item was skipped.
+    public static let skipReason = "done before, outputs intact"
+
     /// Runs one item through every stage, each in its own task, commits its outputs only when
     /// all succeeded, then records it in the ledger. Skips it when the ledger says it is done.
     public func process(_ item: InputFile) async -> ItemResult {
@@ -182,17 +192,15 @@ public struct Runner: Sendable {
         Ledger.removeTemporaries(in: outputs.folder)
         var reason = "--force"
         var previousInput: ItemManifest.FileRecord?
+        switch options.decision(for: item) {
+        case .skip(let manifest):
+            let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
+            return ItemResult(item: item, status: .skipped, reason: Self.skipReason, artifacts: artifacts, audioSeconds: manifest.audioSeconds)
+        case .run(let why):
+            reason = why
+        }
         if let ledger = options.ledger {
             previousInput = ledger.readManifest(for: item)?.input
-            if !options.force {
-                switch ledger.decide(item) {
-                case .skip(let manifest):
-                    let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
-                    return ItemResult(item: item, status: .skipped, reason: "done before, outputs intact", artifacts: artifacts, audioSeconds: manifest.audioSeconds)
-                case .run(let why):
-                    reason = why
-                }
-            }
             // The ledger will need the input's hash unless the manifest still vouches for it.
             if let stat = Ledger.fileStat(item.url), previousInput.map({ $0.bytes != stat.bytes || $0.modified != stat.modified }) ?? true {
                 ledger.digests.prefetch(item.url)

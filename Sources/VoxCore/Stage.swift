@@ -46,6 +46,12 @@ public protocol Stage: Sendable {
     /// the items. The default is none.
     static func identityFiles(_ configuration: Configuration) -> [URL]
 
+    /// What the stage contributes to an item's provenance — engine, quality, model, library
+    /// versions — as a JSON object. The plan collects every stage's (`Plan.provenance`) and hands
+    /// them to stages that keep records (`StageContext.provenance`), so a recorder never reads
+    /// another stage's options. The default contributes nothing.
+    static func provenance(_ configuration: Configuration) -> [String: JSONValue]?
+
     init(id: String, configuration: Configuration, context: StageContext) throws
 
     /// Checks resources before any data flows: files present, engines loadable, endpoints
@@ -64,6 +70,7 @@ extension Stage {
     public static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]? { nil }
     public static func demand(_ configuration: Configuration) -> StreamDemand { .whole }
     public static func identityFiles(_ configuration: Configuration) -> [URL] { [] }
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { nil }
 }
 
 /// How much of a stream a stage needs.
@@ -136,8 +143,6 @@ public struct PlanError: Error, Sendable {
 /// What every stage instance gets at creation: dependencies come through here, not globals.
 public struct StageContext: Sendable {
     public var logger: Logger
-    /// The spec's folder: relative paths resolve against it.
-    public var specDirectory: URL
     /// Sample-rate conversion for stages that need it without being resamplers.
     public var rateConversion: (any RateConversion)?
     /// Set by the runner for a stage whose output only matters in its last N seconds.
@@ -151,15 +156,16 @@ public struct StageContext: Sendable {
     public var digests: DigestCache
     /// Whether HTTP providers record or replay their exchanges.
     public var recording: ExchangeRecording?
+    /// Every stage's provenance, in plan order (`Plan.provenance`); the runner fills it in.
+    public var provenance: [JSONValue] = []
     /// How HTTP providers reach their servers: nil is libcurl; tests pass a scripted one.
     public var httpTransport: (any HTTPTransport)?
     /// What waits (retries, rate limits) go by.
     public var clock: any VoxClock = SystemClock()
 
-    public init(logger: Logger, specDirectory: URL, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
+    public init(logger: Logger, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
                 spec: JSONValue? = nil, specFingerprint: String? = nil, versions: [String: String] = [:], digests: DigestCache = DigestCache()) {
         self.logger = logger
-        self.specDirectory = specDirectory
         self.rateConversion = rateConversion
         self.lookback = lookback
         self.spec = spec

@@ -21,7 +21,7 @@ public struct StageHarness<S: Stage> {
         try validateOptions(options, against: S.options, path: "stages[0]", owner: S.kind)
         let configuration = try S.configure(StageOptions(stageID: id, path: "stages[0]", baseDirectory: base, values: options, specs: S.options))
         logs = CapturedLogs()
-        var context = StageContext(logger: logs.logger(), specDirectory: base, rateConversion: rateConversion)
+        var context = StageContext(logger: logs.logger(), rateConversion: rateConversion)
         context.httpTransport = httpTransport
         if let clock { context.clock = clock }
         stage = try S(id: id, configuration: configuration, context: context)

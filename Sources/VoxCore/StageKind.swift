@@ -15,6 +15,7 @@ public struct StageKind: Sendable {
     let tracks: @Sendable (any Sendable, InputFile) throws -> [InputFile.Track]?
     let demand: @Sendable (any Sendable) -> StreamDemand
     let identityFiles: @Sendable (any Sendable) -> [URL]
+    let provenance: @Sendable (any Sendable) -> [String: JSONValue]?
 
     public init<S: Stage>(_ type: S.Type) {
         kind = S.kind
@@ -32,6 +33,7 @@ public struct StageKind: Sendable {
             return try S.tracks(c, for: item)
         }
         identityFiles = { configuration in (configuration as? S.Configuration).map(S.identityFiles) ?? [] }
+        provenance = { configuration in (configuration as? S.Configuration).flatMap(S.provenance) }
         demand = { configuration in (configuration as? S.Configuration).map(S.demand) ?? .whole }
         plannedOutputs = { configuration, id, input in
             (configuration as? S.Configuration).map { S.plannedOutputs($0, id: id, input: input) } ?? []

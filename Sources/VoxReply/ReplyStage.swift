@@ -26,6 +26,9 @@ public struct ReplyStage: Stage {
         Configuration(provider: try providers.choose(options))
     }
 
+    /// The provider, and what it adds (a model), for provenance records.
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { configuration.provider.provenance }
+
     public let id: String
     let provider: any ReplyProvider
 

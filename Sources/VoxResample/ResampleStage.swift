@@ -75,6 +75,18 @@ public struct ResampleStage: Stage {
     public static func demand(_ configuration: Configuration) -> StreamDemand { .passThrough }
 
     /// The resampling libraries' versions, for provenance records.
+    /// The engine, its quality (defaults filled in) and the library's version, for evidence.
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
+        var facts: [String: JSONValue] = [
+            "engine": .string(configuration.engine.rawValue),
+            "quality": .string(configuration.quality.rawValue),
+            "library": .string(configuration.engine == .soxr ? SoxrEngine.version : SampleRateEngine.version),
+            "channels": configuration.channels.map { .number(Double($0)) } ?? "keep",
+        ]
+        if let rate = configuration.rate { facts["rate"] = .number(Double(rate)) }
+        return facts
+    }
+
     public static var libraryVersions: [String: String] { ["libsoxr": SoxrEngine.version, "libsamplerate": SampleRateEngine.version] }
 
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {

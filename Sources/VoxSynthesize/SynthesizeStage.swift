@@ -138,6 +138,9 @@ public struct SynthesizeStage: Stage {
         configuration.provider.streamFormat ?? StreamFormat(sampleRate: nil, channels: 1)
     }
 
+    /// The provider, and what it adds (a model), for provenance records.
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { configuration.provider.provenance }
+
     public let id: String
     let provider: any SpeechProvider
     let logger: Logger

@@ -38,6 +38,9 @@ public struct TranscribeStage: Stage {
     /// The provider's model files: a changed model redoes items.
     public static func identityFiles(_ configuration: Configuration) -> [URL] { configuration.provider.identityFiles }
 
+    /// The provider, and what it adds (a model), for provenance records.
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { configuration.provider.provenance }
+
     public let id: String
     let provider: any TranscriptionProvider
 

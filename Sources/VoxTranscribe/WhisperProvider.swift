@@ -11,6 +11,11 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider { WhisperProvider(settings: settings) }
     public static func streamFormat(_ settings: Settings) -> StreamFormat? { StreamFormat(sampleRate: 16000, channels: 1) }
     public static func identityFiles(_ settings: Settings) -> [URL] { settings.modelFile.map { [$0] } ?? [] }
+    /// The model as named and the file it resolved to (its hash is in the item key), and the language.
+    public static func provenance(_ settings: Settings) -> [String: JSONValue] {
+        ["model": .string(settings.model), "modelFile": settings.modelFile.map { .string($0.path) } ?? .null,
+         "language": .string(settings.language ?? "auto"), "runtime": "whisper.cpp"]
+    }
 
     public struct Settings: Sendable, Equatable {
         /// What the spec named: a short name or a path.

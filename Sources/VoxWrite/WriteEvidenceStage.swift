@@ -2,13 +2,9 @@ import Foundation
 import VoxCore
 
 /// `write-evidence`: AudioChunk (+ Transcript) → Artifact. Builds one BagIt 1.0 bag (RFC 8493) per
-/// item or track from its tail window, deterministic for the same input and spec:
-///
-///     <id>/bagit.txt  bag-info.txt  manifest-sha256.txt  manifest-sha512.txt  tagmanifest-sha256.txt
-///     <id>/data/evidence.wav     48 kHz mono PCM 16 of the window, no extra chunks
-///     <id>/data/original.<ext>   the untouched upload (option `original`)
-///     <id>/data/transcript.json  when fed from a transcribe stage too
-///     <id>/data/report.json      report fields, track, window, hashes, resampler, versions, spec
+/// item or track from its tail window, deterministic for the same input and spec: bagit.txt,
+/// bag-info.txt, manifests and tag manifest, and the payload laid out by `EvidenceBag`
+/// (evidence.wav, original, transcript.json, report.json).
 ///
 /// The bag is built under a temporary name and moved into place whole with the item.
 public struct WriteEvidenceStage: Stage {
@@ -65,6 +61,10 @@ public struct WriteEvidenceStage: Stage {
     let specFingerprint: String?
     let versions: [String: String]
     let digests: DigestCache
+    /// The resample stages' provenance (engine, quality, library), from the plan.
+    let resamplers: [JSONValue]
+    /// Every stage's provenance, from the plan.
+    let provenance: [JSONValue]
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
@@ -73,6 +73,8 @@ public struct WriteEvidenceStage: Stage {
         specFingerprint = context.specFingerprint
         versions = context.versions
         digests = context.digests
+        provenance = context.provenance
+        resamplers = context.provenance.filter { $0.objectValue?["kind"]?.stringValue == "resample" }
     }
 
     public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
@@ -95,9 +97,9 @@ public struct WriteEvidenceStage: Stage {
     }
 
     func build(bag: URL, window: AudioChunk, transcripts: [Transcript], item: ItemContext) throws {
-        let data = bag.appendingPathComponent("data")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        let evidence = data.appendingPathComponent("evidence.wav")
+        let layout = EvidenceBag(root: bag)
+        try FileManager.default.createDirectory(at: layout.data, withIntermediateDirectories: true)
+        let evidence = layout.evidence
         let writer = try SndFileWriter(url: evidence, format: window.format, encoding: .pcm16)
         try writer.write(window.samples)
         try writer.close()
@@ -109,7 +111,7 @@ public struct WriteEvidenceStage: Stage {
         if configuration.includeOriginal {
             // One read of the upload gives the copy and both of its digests.
             do {
-                let copy = try digests.copy(source.url, to: data.appendingPathComponent(ext.isEmpty ? "original" : "original.\(ext)"))
+                let copy = try digests.copy(source.url, to: layout.original(extension: ext))
                 (sourceSHA, sourceBytes) = (copy.sha256, copy.bytes)
                 digests.remember(source.url, .sha256, hex: copy.sha256)
             } catch {
@@ -117,11 +119,11 @@ public struct WriteEvidenceStage: Stage {
             }
         }
         if !transcripts.isEmpty {
-            try AtomicFile.writeFile(Data(TranscriptFormat.json.render(transcripts).utf8), to: data.appendingPathComponent("transcript.json"))
+            try AtomicFile.writeFile(Data(TranscriptFormat.json.render(transcripts).utf8), to: layout.transcript)
         }
         if sourceSHA == nil { (sourceSHA, sourceBytes) = try digests.hexOfFile(at: source.url) }
         let report = reportJSON(window: window, item: item, sourceSHA: sourceSHA ?? "", sourceBytes: sourceBytes, pcmSHA: try Self.pcmSHA256(evidence), pcmFrames: window.frames)
-        try AtomicFile.writeFile(report.prettyData() + Data("\n".utf8), to: data.appendingPathComponent("report.json"))
+        try AtomicFile.writeFile(report.prettyData() + Data("\n".utf8), to: layout.report)
 
         var info: [(String, String)] = [("Bag-Software-Agent", "voxpipe \(versions["voxpipe"] ?? "")"), ("Bagging-Date", baggingDate(item))]
         if let reportID = item.stats.report?.fields["reportId"].map(Self.text) { info.append(("External-Identifier", reportID)) }
@@ -155,24 +157,13 @@ public struct WriteEvidenceStage: Stage {
             "track": track,
             "source": .object(source),
             "window": ["start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start)],
-            "evidence": ["file": "data/evidence.wav", "sampleRate": 48000, "channels": 1, "encoding": "PCM 16-bit little-endian",
+            "evidence": ["file": .string(EvidenceBag.evidencePath), "sampleRate": 48000, "channels": 1, "encoding": "PCM 16-bit little-endian",
                          "frames": .number(Double(pcmFrames)), "pcmSHA256": .string(pcmSHA)],
-            "resampler": .array(resamplers()),
+            "resampler": .array(resamplers),
+            "provenance": .array(provenance),
             "software": .object(versions.mapValues(JSONValue.string)),
             "spec": ["sha256": specFingerprint.map(JSONValue.string) ?? .null, "stages": spec?.objectValue?["stages"] ?? .null],
         ]
-    }
-
-    /// The resample stages of the spec, with their engine and quality defaults filled in.
-    func resamplers() -> [JSONValue] {
-        (spec?.objectValue?["stages"]?.arrayValue ?? []).compactMap { stage -> JSONValue? in
-            guard var o = stage.objectValue, o["kind"]?.stringValue == "resample" else { return nil }
-            let engine = o["engine"]?.stringValue ?? "soxr"
-            o["engine"] = .string(engine)
-            if o["quality"] == nil { o["quality"] = .string(engine == "soxr" ? "high" : "medium") }
-            if engine == "soxr" { o["library"] = versions["libsoxr"].map(JSONValue.string) ?? .null } else { o["library"] = versions["libsamplerate"].map(JSONValue.string) ?? .null }
-            return .object(o)
-        }
     }
 
     /// SHA-256 of the WAV's sample data (its data chunk), so the audio can be checked apart

@@ -56,11 +56,12 @@ struct VerifyCommand: AsyncParsableCommand {
     /// Runs the spec again on the bag's original (with its report as the sidecar and its track)
     /// and compares the new evidence.wav byte for byte.
     func rebuildProblems(bag: URL, plan: Plan, specPath: String) async -> [String] {
-        let data = bag.appendingPathComponent("data")
-        guard let original = (try? FileManager.default.contentsOfDirectory(atPath: data.path))?.first(where: { $0.hasPrefix("original") }) else {
+        let layout = EvidenceBag(root: bag)
+        guard let originalURL = layout.existingOriginal() else {
             return ["data/original.*: missing, nothing to rebuild from"]
         }
-        guard let reportData = FileManager.default.contents(atPath: data.appendingPathComponent("report.json").path),
+        let original = originalURL.lastPathComponent
+        guard let reportData = FileManager.default.contents(atPath: layout.report.path),
               let report = (try? JSONValue.parse(reportData))?.objectValue else { return ["data/report.json: missing or not JSON"] }
         guard let evidenceNode = plan.nodes.first(where: { $0.kind.kind == WriteEvidenceStage.kind }) else { return ["the spec has no write-evidence stage"] }
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-rebuild-\(UUID().uuidString)")
@@ -69,7 +70,7 @@ struct VerifyCommand: AsyncParsableCommand {
             let input = work.appendingPathComponent("in")
             try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
             let upload = input.appendingPathComponent(original)
-            try FileManager.default.copyItem(at: data.appendingPathComponent(original), to: upload)
+            try FileManager.default.copyItem(at: originalURL, to: upload)
             if let fields = report["report"], fields != .null {
                 try fields.prettyData().write(to: upload.deletingPathExtension().appendingPathExtension("json"))
             }
@@ -79,12 +80,12 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             let out = work.appendingPathComponent("out")
             let options = RunOptions(outputDirectory: out, jobs: 1)
-            let context = makeContext(plan: plan, specPath: specPath, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: Logger(label: "voxpipe"))
+            let context = makeContext(plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: Logger(label: "voxpipe"))
             let runner = try await Runner.prepare(plan, options: options, context: context)
             let result = await runner.process(item)
             guard result.status == .done else { return ["rebuild failed: \(result.failure?.description ?? "unknown")"] }
-            let rebuilt = out.appendingPathComponent(item.outputName).appendingPathComponent(evidenceNode.id).appendingPathComponent("data/evidence.wav")
-            guard let a = FileManager.default.contents(atPath: rebuilt.path), let b = FileManager.default.contents(atPath: data.appendingPathComponent("evidence.wav").path) else {
+            let rebuilt = EvidenceBag(outputDirectory: out, itemFolder: item.outputName, stageID: evidenceNode.id).evidence
+            guard let a = FileManager.default.contents(atPath: rebuilt.path), let b = FileManager.default.contents(atPath: layout.evidence.path) else {
                 return ["rebuild wrote no data/evidence.wav"]
             }
             return a == b ? [] : ["data/evidence.wav: differs from the one rebuilt from \(original) (\(a.count) vs \(b.count) bytes)"]

@@ -26,10 +26,10 @@ func makeRegistry() -> StageRegistry {
     ])
 }
 
-/// What every stage gets: the logger, the spec's folder, libsoxr for rate conversion on the
+/// What every stage gets: the logger, libsoxr for rate conversion on the
 /// side, the spec and its fingerprint and the library versions for provenance.
-func makeContext(plan: Plan, specPath: String, fingerprint: String, logger: Logger, digests: DigestCache = DigestCache()) -> StageContext {
+func makeContext(plan: Plan, fingerprint: String, logger: Logger, digests: DigestCache = DigestCache()) -> StageContext {
     let versions = ["voxpipe": voxpipeVersion].merging(DecodeStage.libraryVersions) { a, _ in a }.merging(ResampleStage.libraryVersions) { a, _ in a }
-    return StageContext(logger: logger, specDirectory: URL(fileURLWithPath: specPath).deletingLastPathComponent(), rateConversion: SoxrRateConversion(),
+    return StageContext(logger: logger, rateConversion: SoxrRateConversion(),
                         spec: plan.spec, specFingerprint: fingerprint, versions: versions, digests: digests)
 }

@@ -59,7 +59,7 @@ struct RunCommand: AsyncParsableCommand {
             let digests = DigestCache()
             let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion, digests: digests)
             let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger, force: force)
-            var context = makeContext(plan: plan, specPath: spec, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
+            var context = makeContext(plan: plan, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
             if let httpRecord { context.recording = .record(URL(fileURLWithPath: httpRecord).standardizedFileURL) }
             if let httpReplay {
                 var isDirectory: ObjCBool = false
@@ -70,7 +70,7 @@ struct RunCommand: AsyncParsableCommand {
             }
 
             if dryRun {
-                printDryRun(plan: plan, items: items, ledger: ledger, shard: shard, total: all.count)
+                printDryRun(plan: plan, items: items, options: options, shard: shard, total: all.count)
                 return
             }
             try ensureWritable(outputURL)
@@ -112,7 +112,8 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     /// `--dry-run`: one line per item on stdout, then the outputs each run would write.
-    func printDryRun(plan: Plan, items: [InputFile], ledger: Ledger, shard: Shard?, total: Int) {
+    /// What `run` would do, item by item, decided as the runner decides (`RunOptions.decision`).
+    func printDryRun(plan: Plan, items: [InputFile], options: RunOptions, shard: Shard?, total: Int) {
         let outputs = plan.plannedOutputs
         var lines: [String] = []
         var runs = 0
@@ -129,10 +130,9 @@ struct RunCommand: AsyncParsableCommand {
             }
             for item in parts {
                 count += 1
-                let decision = force ? .run(reason: "--force") : ledger.decide(item)
-                switch decision {
+                switch options.decision(for: item) {
                 case .skip:
-                    lines.append("skip  \(item.displayName) → \(item.outputName)/ (done before, outputs intact)")
+                    lines.append("skip  \(item.displayName) → \(item.outputName)/ (\(Runner.skipReason))")
                 case .run(let reason):
                     runs += 1
                     lines.append("run   \(item.displayName) → \(item.outputName)/ (\(reason)): \(outputs.joined(separator: ", "))")

@@ -7,7 +7,7 @@ import VoxTestSupport
 @Suite struct RunnerTests {
     func runner(_ json: String, output: URL, jobs: Int = 2) async throws -> Runner {
         try await Runner.prepare(try plan(json), options: RunOptions(outputDirectory: output, jobs: jobs),
-                                 context: StageContext(logger: Logger(label: "test"), specDirectory: output))
+                                 context: StageContext(logger: Logger(label: "test")))
     }
 
     func items(_ names: [String]) -> [InputFile] {
@@ -157,7 +157,7 @@ import VoxTestSupport
         let plan = try plan(#"{"stages":[{"id":"src","kind":"tone","blocks":4},{"id":"g","kind":"gain","factor":3},{"id":"c","kind":"chunker","from":"src"},{"id":"w","kind":"sum-writer","from":["g","c"]}]}"#)
         #expect(plan.nodes[3].parents == [1, 2])
         #expect(plan.describe().contains("from 'g' + 'c'"))
-        let runner = try await Runner.prepare(plan, options: RunOptions(outputDirectory: out, jobs: 1), context: StageContext(logger: .init(label: "t"), specDirectory: out))
+        let runner = try await Runner.prepare(plan, options: RunOptions(outputDirectory: out, jobs: 1), context: StageContext(logger: .init(label: "t")))
         let results = await runner.run([InputFile(url: URL(fileURLWithPath: "/x/a.wav"), relativePath: "a.wav", outputName: "a")])
         #expect(results.map(\.status) == [.done])
         // 4 blocks of 100 × 0.5: 200 through the gain (×3 = 600) plus 200 as chunks.

@@ -84,7 +84,7 @@ public final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
 /// A stage context for tests: a logger, the root as the spec's folder, and optionally a scripted
 /// transport and a manual clock.
 public func testContext(transport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil) -> StageContext {
-    var context = StageContext(logger: Logger(label: "voxpipe.test"), specDirectory: URL(fileURLWithPath: "/"))
+    var context = StageContext(logger: Logger(label: "voxpipe.test"))
     context.httpTransport = transport
     if let clock { context.clock = clock }
     return context

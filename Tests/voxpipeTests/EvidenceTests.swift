@@ -45,6 +45,11 @@ import VoxTestSupport
         let report = try json(bag.appendingPathComponent("data/report.json"))
         #expect((report["report"] as? [String: Any])?["reportId"] as? String == "R-42")
         #expect((report["track"] as? [String: Any])?["user"] as? String == "bob")
+        // Provenance comes from what the resample stage declares, defaults filled in.
+        let resampler = try #require((report["resampler"] as? [[String: Any]])?.first)
+        #expect(resampler["id"] as? String == "mono48k" && resampler["engine"] as? String == "soxr" && resampler["quality"] as? String == "high")
+        #expect(resampler["rate"] as? Double == 48000 && resampler["channels"] as? Double == 1 && (resampler["library"] as? String)?.hasPrefix("libsoxr-") == true)
+        #expect((report["provenance"] as? [[String: Any]])?.map { $0["id"] as? String } == ["mono48k"])
         let info = try String(contentsOf: bag.appendingPathComponent("bag-info.txt"), encoding: .utf8)
         #expect(info.contains("External-Identifier: R-42\n") && info.contains("Bagging-Date: 2026-11-20\n") && info.contains("Source-Organization: Trust & Safety\n"))
 
