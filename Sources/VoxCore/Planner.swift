@@ -253,6 +253,19 @@ public enum Planner {
         }
         for i in nodes.indices { for p in parents[i] { nodes[p].children.append(i) } }
 
+        // Item facts: each one a stage uses must be given by a stage it reads from, directly or not.
+        for (i, stage) in parsed.enumerated() where !stage.kind.factsUsed.isEmpty {
+            var upstream = Set<Int>()
+            var stack = parents[i]
+            while let p = stack.popLast() {
+                if upstream.insert(p).inserted { stack += parents[p] }
+            }
+            for fact in stage.kind.factsUsed where !upstream.contains(where: { parsed[$0].kind.factsGiven.contains(fact) }) {
+                let givers = registry.kinds.filter { $0.factsGiven.contains(fact) }.map(\.kind).joined(separator: ", ")
+                throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': \(stage.kind.kind) records the item's \(fact.rawValue), which no stage before it gives (\(givers.isEmpty ? "no kind does" : "given by: \(givers)"))")
+            }
+        }
+
         // 4. Stream formats, from the roots down; a stage reading several takes its first's format.
         let partial = Plan(name: "", nodes: nodes, canonicalSpec: Data(), referencedFiles: [], spec: .null)
         for node in partial.topologicalOrder {

@@ -51,33 +51,6 @@ public protocol RunObserver: Sendable {
     func handle(_ event: RunEvent)
 }
 
-/// Per-item facts a stage learns and later stages read: the input's duration and format (from
-/// the decoder) and the report sidecar. Set before the stage sends anything downstream.
-public final class ItemStats: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _audioSeconds: Double?
-    private var _report: ReportSidecar?
-    private var _sourceFormat: AudioFormat?
-
-    public init() {}
-
-    public var audioSeconds: Double? {
-        get { lock.withLock { _audioSeconds } }
-        set { lock.withLock { _audioSeconds = newValue } }
-    }
-
-    public var report: ReportSidecar? {
-        get { lock.withLock { _report } }
-        set { lock.withLock { _report = newValue } }
-    }
-
-    /// The source file's own rate and channel count.
-    public var sourceFormat: AudioFormat? {
-        get { lock.withLock { _sourceFormat } }
-        set { lock.withLock { _sourceFormat = newValue } }
-    }
-}
-
 /// Settings of one run.
 public struct RunOptions: Sendable {
     public var outputDirectory: URL
@@ -250,14 +223,14 @@ public struct Runner: Sendable {
             let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previousInput) }
             try outputs.commit()
             if let ledger = options.ledger, let input {
-                try ledger.record(item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
+                try ledger.record(item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(), audioSeconds: context.facts.audioSeconds)
             }
-            return ItemResult(item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
+            return ItemResult(item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(), audioSeconds: context.facts.audioSeconds)
         } catch {
             outputs.discard()
             var failure = (error as? StageFailure) ?? StageFailure(stageID: "output", kind: "commit", reason: describe(error))
             if Task.isCancelled { failure.reason = "interrupted" }
-            return ItemResult(item: item, status: .failed, failure: failure, seconds: elapsed(), audioSeconds: context.stats.audioSeconds)
+            return ItemResult(item: item, status: .failed, failure: failure, seconds: elapsed(), audioSeconds: context.facts.audioSeconds)
         }
     }
 

@@ -52,6 +52,11 @@ public protocol Stage: Sendable {
     /// another stage's options. The default contributes nothing.
     static func provenance(_ configuration: Configuration) -> [String: JSONValue]?
 
+    /// The item facts this stage learns and sets (`ItemContext.facts`). The default is none.
+    static var factsGiven: [ItemFact] { get }
+    /// The item facts this stage reads; the planner checks a stage upstream gives each.
+    static var factsUsed: [ItemFact] { get }
+
     init(id: String, configuration: Configuration, context: StageContext) throws
 
     /// Checks resources before any data flows: files present, engines loadable, endpoints
@@ -71,6 +76,8 @@ extension Stage {
     public static func demand(_ configuration: Configuration) -> StreamDemand { .whole }
     public static func identityFiles(_ configuration: Configuration) -> [URL] { [] }
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { nil }
+    public static var factsGiven: [ItemFact] { [] }
+    public static var factsUsed: [ItemFact] { [] }
 }
 
 /// How much of a stream a stage needs.
@@ -181,14 +188,15 @@ public struct ItemContext: Sendable {
     public var item: InputFile
     public var outputs: ItemOutputs
     public var logger: Logger
-    /// Facts the stages report about the item (its audio duration).
-    public var stats: ItemStats
+    /// Facts stages learn about the item (decode: its format, length and report), for the runner
+    /// and for stages that record them.
+    public var facts: ItemFacts
 
-    public init(item: InputFile, outputs: ItemOutputs, logger: Logger, stats: ItemStats = ItemStats()) {
+    public init(item: InputFile, outputs: ItemOutputs, logger: Logger, facts: ItemFacts = ItemFacts()) {
         self.item = item
         self.outputs = outputs
         self.logger = logger
-        self.stats = stats
+        self.facts = facts
     }
 }
 

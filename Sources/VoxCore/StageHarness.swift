@@ -30,13 +30,13 @@ public struct StageHarness<S: Stage> {
     }
 
     /// Feeds `inputs` (the stage's own input type), ends the input, and returns every output.
-    public func run(_ inputs: [S.Input], commit: Bool = true) async throws -> (outputs: [S.Output], stats: ItemStats) where S.Input: Payload {
+    public func run(_ inputs: [S.Input], commit: Bool = true) async throws -> (outputs: [S.Output], facts: ItemFacts) where S.Input: Payload {
         try await run(inputs.map { $0 as any Payload }, commit: commit)
     }
 
     /// Feeds `inputs`, ends the input, and returns every output in order. When `commit` is set,
     /// reserved output files are moved into place as the runner would on success.
-    public func run(_ inputs: [any Payload], commit: Bool = true) async throws -> (outputs: [S.Output], stats: ItemStats) {
+    public func run(_ inputs: [any Payload], commit: Bool = true) async throws -> (outputs: [S.Output], facts: ItemFacts) {
         for (i, input) in inputs.enumerated() where S.Input(payload: input) == nil {
             throw HarnessError("input \(i) is \(type(of: input).payloadType), which \(S.kind) does not take (it takes \(S.Input.accepted.map(\.rawValue).joined(separator: " | ")))")
         }
@@ -80,7 +80,7 @@ public struct StageHarness<S: Stage> {
             throw HarnessError("\(S.kind) returned with \(inputs.count - read.value) of \(inputs.count) inputs unread")
         }
         if commit { try outputs.commit() } else { outputs.discard() }
-        return (collected, context.stats)
+        return (collected, context.facts)
     }
 }
 

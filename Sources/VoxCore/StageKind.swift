@@ -8,6 +8,8 @@ public struct StageKind: Sendable {
     public let inputs: [PayloadType]
     public let output: PayloadType
     public let options: [OptionSpec]
+    public let factsGiven: [ItemFact]
+    public let factsUsed: [ItemFact]
     let configure: @Sendable (StageOptions) throws -> any Sendable
     let outputFormat: @Sendable (any Sendable, StreamFormat) throws -> StreamFormat
     let instantiate: @Sendable (String, any Sendable, StageContext) throws -> any StageRunner
@@ -23,6 +25,8 @@ public struct StageKind: Sendable {
         inputs = S.Input.accepted
         output = S.Output.payloadType
         options = S.options
+        factsGiven = S.factsGiven
+        factsUsed = S.factsUsed
         configure = { try S.configure($0) }
         outputFormat = { configuration, input in
             guard let c = configuration as? S.Configuration else { throw VoxError(.internal, "configuration type mismatch for \(S.kind)") }

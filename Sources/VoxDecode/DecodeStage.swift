@@ -67,6 +67,9 @@ public struct DecodeStage: Stage {
     /// With `channels: split`, one track per channel, named `seat<N>-<user>` from the sidecar's
     /// seat map (`channel<N>` where it names nobody); with `seats: reported`, only the
     /// reported user's.
+    /// The source's format and length, and the report sidecar's fields.
+    public static let factsGiven: [ItemFact] = [.sourceFormat, .audioSeconds, .report]
+
     public static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]? {
         guard configuration.split else { return nil }
         let report = try loadSidecar(for: item, policy: configuration.sidecar, logger: nil)
@@ -132,8 +135,8 @@ public struct DecodeStage: Stage {
             if configuration.split && file.track == nil {
                 throw DecodeError(.unreadable, "channels \"split\" needs the item's tracks (run it through the runner)")
             }
-            item.stats.report = try Self.loadSidecar(for: file, policy: configuration.sidecar, logger: item.logger)
-            try await decode(file, into: output, stats: item.stats)
+            item.facts.report = try Self.loadSidecar(for: file, policy: configuration.sidecar, logger: item.logger)?.fields
+            try await decode(file, into: output, facts: item.facts)
         }
     }
 
@@ -142,7 +145,7 @@ public struct DecodeStage: Stage {
     /// keeps the same sample grid as a decode from the start.
     static let seekMargin = 2.0
 
-    func decode(_ file: InputFile, into output: Outbox<AudioBlock>, stats: ItemStats) async throws {
+    func decode(_ file: InputFile, into output: Outbox<AudioBlock>, facts: ItemFacts) async throws {
         let size = (try? FileManager.default.attributesOfItem(atPath: file.url.path)[.size] as? NSNumber)?.int64Value
         guard let size else { throw DecodeError(.unreadable, "cannot read file") }
         guard size > 0 else { throw DecodeError(.unreadable, "empty file (0 bytes)") }
@@ -151,8 +154,8 @@ public struct DecodeStage: Stage {
         if source.format.channels < 1, let why = FileSniffer.diagnose(file.url) { throw DecodeError(.unreadable, why) }
         try check(source.format, frames: source.frames)
         let rate = source.format.sampleRate
-        stats.audioSeconds = source.frames.map { Double($0) / Double(rate) }
-        stats.sourceFormat = source.format
+        facts.audioSeconds = source.frames.map { Double($0) / Double(rate) }
+        facts.sourceFormat = source.format
         if let track = file.track, track.channel >= source.format.channels {
             throw DecodeError(.outOfBounds, "track \(track.name) is channel \(track.channel), but the file has \(source.format.channels)")
         }
@@ -177,7 +180,7 @@ public struct DecodeStage: Stage {
             sent = true
             if samples.isEmpty { break }
         }
-        if source.frames == nil { stats.audioSeconds = Double(offset) / Double(rate) }
+        if source.frames == nil { facts.audioSeconds = Double(offset) / Double(rate) }
     }
 
     /// One channel of interleaved samples.

@@ -44,6 +44,9 @@ public struct WriteEvidenceStage: Stage {
         Configuration(organization: options.string("organization"), includeOriginal: options.bool("original") ?? true)
     }
 
+    /// The source's format and length and the report go into report.json and bag-info.txt.
+    public static let factsUsed: [ItemFact] = [.sourceFormat, .audioSeconds, .report]
+
     public static let evidenceFormat = StreamFormat(sampleRate: 48000, channels: 1)
 
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
@@ -126,7 +129,7 @@ public struct WriteEvidenceStage: Stage {
         try AtomicFile.writeFile(report.prettyData() + Data("\n".utf8), to: layout.report)
 
         var info: [(String, String)] = [("Bag-Software-Agent", "voxpipe \(versions["voxpipe"] ?? "")"), ("Bagging-Date", baggingDate(item))]
-        if let reportID = item.stats.report?.fields["reportId"].map(Self.text) { info.append(("External-Identifier", reportID)) }
+        if let reportID = item.facts.report?["reportId"].map(Self.text) { info.append(("External-Identifier", reportID)) }
         if let organization = configuration.organization { info.append(("Source-Organization", organization)) }
         try BagIt.finish(bag: bag, info: info, digests: digests)
     }
@@ -134,7 +137,7 @@ public struct WriteEvidenceStage: Stage {
     /// The date the evidence is about, so the bag is the same whenever it is built: the report's
     /// reported-at day, else the upload's modification day (UTC).
     func baggingDate(_ item: ItemContext) -> String {
-        if let at = item.stats.report?.reportedAt, at.count >= 10, at.prefix(10).allSatisfy({ $0.isNumber || $0 == "-" }) { return String(at.prefix(10)) }
+        if let at = item.facts.report?["reportedAt"]?.stringValue, at.count >= 10, at.prefix(10).allSatisfy({ $0.isNumber || $0 == "-" }) { return String(at.prefix(10)) }
         let modified = (try? FileManager.default.attributesOfItem(atPath: item.item.url.path)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -145,15 +148,15 @@ public struct WriteEvidenceStage: Stage {
 
     func reportJSON(window: AudioChunk, item: ItemContext, sourceSHA: String, sourceBytes: Int64, pcmSHA: String, pcmFrames: Int) -> JSONValue {
         func r(_ x: Double) -> JSONValue { .number((x * 1_000_000).rounded() / 1_000_000) }
-        let stats = item.stats
+        let facts = item.facts
         var source: [String: JSONValue] = ["file": .string(item.item.relativePath), "bytes": .number(Double(sourceBytes)), "sha256": .string(sourceSHA)]
-        if let format = stats.sourceFormat { source["sampleRate"] = .number(Double(format.sampleRate)); source["channels"] = .number(Double(format.channels)) }
-        if let seconds = stats.audioSeconds { source["durationSeconds"] = r(seconds) }
+        if let format = facts.sourceFormat { source["sampleRate"] = .number(Double(format.sampleRate)); source["channels"] = .number(Double(format.channels)) }
+        if let seconds = facts.audioSeconds { source["durationSeconds"] = r(seconds) }
         let track: JSONValue = item.item.track.map { t in
             .object(["channel": .number(Double(t.channel)), "name": .string(t.name), "user": t.user.map(JSONValue.string) ?? .null])
         } ?? .null
         return [
-            "report": stats.report.map { .object($0.fields) } ?? .null,
+            "report": facts.report.map { .object($0) } ?? .null,
             "track": track,
             "source": .object(source),
             "window": ["start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start)],

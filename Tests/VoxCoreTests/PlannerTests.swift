@@ -18,7 +18,14 @@ import VoxTestSupport
 
     @Test func unknownKindNamesPathStageAndKnownKinds() {
         #expect(planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"bogus"}]}"#)
-            == #"stages[1].kind: unknown kind "bogus" (stage 'b'; known: tone, gain, chunker, sum-writer, takes-transcript)"#)
+            == #"stages[1].kind: unknown kind "bogus" (stage 'b'; known: tone, gain, chunker, sum-writer, takes-transcript, reporting-source, report-writer)"#)
+    }
+
+    @Test func aStageThatRecordsAnItemFactNeedsAStageUpstreamThatGivesIt() throws {
+        #expect(planError(#"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain"},{"id":"r","kind":"report-writer"}]}"#)
+            == "stages[2] 'r': report-writer records the item's report, which no stage before it gives (given by: reporting-source)")
+        // Given upstream, through another stage: fine.
+        _ = try plan(#"{"stages":[{"id":"src","kind":"reporting-source"},{"id":"g","kind":"gain"},{"id":"r","kind":"report-writer"}]}"#)
     }
 
     @Test func unknownOptionNamesPathAndStage() {

@@ -48,6 +48,14 @@ import VoxTestSupport
         #expect(!describe(NSError(domain: NSCocoaErrorDomain, code: 4, userInfo: [NSLocalizedDescriptionKey: "one\ntwo"])).contains("\n"))
     }
 
+    @Test func anItemFactReachesTheStageThatRecordsItPerItem() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(#"{"stages":[{"id":"src","kind":"reporting-source"},{"id":"g","kind":"gain"},{"id":"r","kind":"report-writer"}]}"#, output: out)
+        _ = await r.run(items(["a.wav", "b.wav"]))
+        #expect(try String(contentsOf: out.appendingPathComponent("a/r.txt"), encoding: .utf8) == "R-a")
+        #expect(try String(contentsOf: out.appendingPathComponent("b/r.txt"), encoding: .utf8) == "R-b")
+    }
+
     @Test func oneOutputFeedsEveryStageThatNamesIt() async throws {
         let out = temporaryDirectory()
         let r = try await runner(#"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain","factor":3},{"id":"raw","kind":"sum-writer","from":"src"},{"id":"loud","kind":"sum-writer","from":"g"}]}"#, output: out)

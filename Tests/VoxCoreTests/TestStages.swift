@@ -144,7 +144,46 @@ struct TranscriptTaker: Stage {
     func run(_ input: Inbox<Transcript>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {}
 }
 
-let testRegistry = StageRegistry([StageKind(ToneSource.self), StageKind(Gain.self), StageKind(Chunker.self), StageKind(SumWriter.self), StageKind(TranscriptTaker.self)])
+/// A source that learns the item's report (as decode does from a sidecar) and gives one block.
+struct ReportingSource: Stage {
+    typealias Input = InputFile
+    typealias Output = AudioBlock
+    typealias Configuration = Int
+    static let kind = "reporting-source"
+    static let summary = "test source with a report"
+    static let options: [OptionSpec] = []
+    static let factsGiven: [ItemFact] = [.report]
+    static func configure(_ options: StageOptions) throws -> Int { 0 }
+    init(id: String, configuration: Int, context: StageContext) {}
+    func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
+        for try await file in input {
+            item.facts.report = ["reportId": .string("R-\(file.outputName)")]
+            try await output.send(AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.5], frameOffset: 0))
+        }
+    }
+}
+
+/// A writer that records the item's report, as write-evidence does: one file per item.
+struct ReportWriter: Stage {
+    typealias Input = AudioBlock
+    typealias Output = Artifact
+    typealias Configuration = Int
+    static let kind = "report-writer"
+    static let summary = "test writer of the report"
+    static let options: [OptionSpec] = []
+    static let factsUsed: [ItemFact] = [.report]
+    static func configure(_ options: StageOptions) throws -> Int { 0 }
+    let id: String
+    init(id: String, configuration: Int, context: StageContext) { self.id = id }
+    func run(_ input: Inbox<AudioBlock>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        for try await _ in input {}
+        let url = try item.outputs.reserve(name: "\(id).txt")
+        try Data((item.facts.report?["reportId"]?.stringValue ?? "none").utf8).write(to: url)
+    }
+}
+
+let testRegistry = StageRegistry([StageKind(ToneSource.self), StageKind(Gain.self), StageKind(Chunker.self), StageKind(SumWriter.self), StageKind(TranscriptTaker.self),
+                                  StageKind(ReportingSource.self), StageKind(ReportWriter.self)])
 
 func plan(_ json: String) throws -> Plan {
     try Planner.plan(data: Data(json.utf8), baseDirectory: URL(fileURLWithPath: "/tmp"), registry: testRegistry)

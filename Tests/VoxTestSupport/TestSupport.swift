@@ -27,10 +27,10 @@ public func runTool(_ tool: String, _ arguments: [String]) throws {
 }
 
 /// Decodes a file with the decode stage alone; returns the blocks and what it reported.
-public func decodeBlocks(_ url: URL, options: [String: JSONValue] = [:]) async throws -> (blocks: [AudioBlock], stats: ItemStats) {
+public func decodeBlocks(_ url: URL, options: [String: JSONValue] = [:]) async throws -> (blocks: [AudioBlock], facts: ItemFacts) {
     let harness = try StageHarness(DecodeStage.self, options: options, item: InputFile(url: url, relativePath: url.lastPathComponent, outputName: "x"))
-    let (blocks, stats) = try await harness.run([harness.item], commit: false)
-    return (blocks, stats)
+    let (blocks, facts) = try await harness.run([harness.item], commit: false)
+    return (blocks, facts)
 }
 
 /// A whole file as interleaved samples, decoded by voxpipe.
