@@ -145,7 +145,11 @@ public enum AtomicFile {
 
     public static func write(_ data: Data, to url: URL) throws {
         let folder = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw VoxError(.cannotCreate, "cannot create folder \(folder.path): \(describe(error))")
+        }
         let temp = folder.appendingPathComponent("\(prefix)\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(url.lastPathComponent)")
         do {
             try writeFile(data, to: temp)

@@ -23,8 +23,10 @@ public final class OutputLock: @unchecked Sendable {
             let holder = (try? String(contentsOf: url, encoding: .utf8)).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
             throw VoxError(.locked, "another voxpipe run is using \(outputDirectory.path)\(holder.isEmpty ? "" : " (\(holder))"); try again later")
         }
+        // What an earlier holder wrote is stale now: a shared holder clears it, so a run refused
+        // later names no dead process.
+        ftruncate(fd, 0)
         if exclusive {
-            ftruncate(fd, 0)
             let text = "pid \(getpid())\n"
             _ = text.withCString { write(fd, $0, strlen($0)) }
         }

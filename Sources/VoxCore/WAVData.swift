@@ -11,7 +11,11 @@ public enum WAVData {
         var d = Data("RIFF".utf8) + le32(36 + dataBytes) + Data("WAVE".utf8)
         d += Data("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate) + le32(rate * UInt32(channels) * 2) + le16(channels * 2) + le16(16)
         d += Data("data".utf8) + le32(dataBytes)
-        var pcm = samples.map { Int16(clamping: Int(($0 * 32767).rounded())).littleEndian }
+        // Clipped as floats: Int(_:) traps on NaN, infinities and values beyond Int's range.
+        var pcm = samples.map { x -> Int16 in
+            let scaled = (x * 32767).rounded()
+            return Int16(scaled.isNaN ? 0 : min(max(scaled, -32768), 32767)).littleEndian
+        }
         d += pcm.withUnsafeMutableBytes { Data($0) }
         return d
     }
@@ -29,7 +33,7 @@ public enum WAVData {
             var size = u32(offset + 4)
             let body = offset + 8
             if id == "fmt ", body + 16 <= bytes.count {
-                guard u16(body) == 1 || u16(body) == 0xFFFE, u16(body + 14) == 16 else { return nil }
+                guard u16(body) == 1 || u16(body) == 0xFFFE, u16(body + 14) == 16, u16(body + 2) > 0, u32(body + 4) > 0 else { return nil }
                 format = AudioFormat(sampleRate: u32(body + 4), channels: u16(body + 2))
             } else if id == "data", let format {
                 // Streamed WAVs may say 0 or 0xFFFFFFFF: take what is there.

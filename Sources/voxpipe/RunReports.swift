@@ -98,8 +98,9 @@ struct RunReports {
                 case "\"": out += "&quot;"
                 case "'": out += "&apos;"
                 default:
-                    // XML 1.0 forbids most control characters even escaped.
-                    if scalar.value < 0x20 && scalar != "\n" && scalar != "\t" && scalar != "\r" { out += "?" } else { out.unicodeScalars.append(scalar) }
+                    // XML 1.0 forbids most control characters even escaped, and U+FFFE and U+FFFF.
+                    let forbidden = (scalar.value < 0x20 && scalar != "\n" && scalar != "\t" && scalar != "\r") || scalar.value == 0xFFFE || scalar.value == 0xFFFF
+                    if forbidden { out += "?" } else { out.unicodeScalars.append(scalar) }
                 }
             }
             return out

@@ -89,25 +89,3 @@ import VoxTestSupport
         #expect(a.canonicalSpec != c.canonicalSpec)
     }
 }
-
-@Suite struct DigestTests {
-    @Test func knownVectors() {
-        #expect(Digest.hex(Data()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(Digest.hex(Data("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(Digest.hex(Data("abc".utf8), .sha512) == "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f")
-    }
-
-    @Test func streamingEqualsOneShotAndFiles() throws {
-        let data = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 * 7) })
-        let d = Digest(.sha256)
-        var i = 0
-        for size in [1, 63, 64, 65, 1000, 3] { d.update(data[i..<min(i + size, data.count)]); i += size }
-        d.update(data[i...])
-        #expect(d.finalizeHex() == Digest.hex(data))
-        let url = temporaryDirectory().appendingPathComponent("f.bin")
-        try data.write(to: url)
-        let (hex, bytes) = try Digest.hexOfFile(at: url)
-        #expect(hex == Digest.hex(data))
-        #expect(bytes == 100_000)
-    }
-}

@@ -122,3 +122,25 @@ public enum InstalledFixture: String, Sendable {
         }
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+
+/// The thread's file-system user (Linux): set to another user to drop root's file powers.
+@_silgen_name("setfsuid") private func setfsuid(_ uid: UInt32) -> Int32
+#endif
+
+/// Runs `body` with `folder` not writable (mode 0555): as root, whose file powers ignore the
+/// mode, `body` runs on this thread as the unprivileged user nobody. `body` must not suspend.
+public func withoutWriteAccess<T>(to folder: URL, _ body: () throws -> T) throws -> T {
+    try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
+    defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path) }
+    #if canImport(Glibc)
+    if geteuid() == 0 {
+        _ = setfsuid(65534)
+        defer { _ = setfsuid(0) }
+        return try body()
+    }
+    #endif
+    return try body()
+}
