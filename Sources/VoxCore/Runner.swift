@@ -90,7 +90,7 @@ public struct Runner: Sendable {
             do {
                 var nodeContext = context
                 nodeContext.lookback = plan.lookback(after: node.index)
-                nodeContext.provenance = plan.provenance
+                nodeContext.provenance.stages = plan.provenance
                 let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
                 try await stage.prepare()
                 stages.append(stage)

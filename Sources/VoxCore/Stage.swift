@@ -154,32 +154,48 @@ public struct StageContext: Sendable {
     public var rateConversion: (any RateConversion)?
     /// Set by the runner for a stage whose output only matters in its last N seconds.
     public var lookback: Double?
-    /// The spec as loaded (canonical form) and its fingerprint, for provenance records.
-    public var spec: JSONValue?
-    public var specFingerprint: String?
-    /// Library versions by name, for provenance records.
-    public var versions: [String: String]
+    /// What stages that keep records (write-evidence) record about how the run was made.
+    public var provenance: Provenance
     /// File digests computed in this run, shared by every stage and the ledger.
     public var digests: DigestCache
     /// Whether HTTP providers record or replay their exchanges.
     public var recording: ExchangeRecording?
-    /// Every stage's provenance, in plan order (`Plan.provenance`); the runner fills it in.
-    public var provenance: [JSONValue] = []
     /// How HTTP providers reach their servers: nil is libcurl; tests pass a scripted one.
     public var httpTransport: (any HTTPTransport)?
     /// What waits (retries, rate limits) go by.
     public var clock: any VoxClock = SystemClock()
 
     public init(logger: Logger, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
-                spec: JSONValue? = nil, specFingerprint: String? = nil, versions: [String: String] = [:], digests: DigestCache = DigestCache()) {
+                provenance: Provenance = Provenance(), digests: DigestCache = DigestCache()) {
         self.logger = logger
         self.rateConversion = rateConversion
         self.lookback = lookback
-        self.spec = spec
-        self.specFingerprint = specFingerprint
-        self.versions = versions
+        self.provenance = provenance
         self.digests = digests
     }
+}
+
+/// How a run was made, for records that must say so (evidence): the spec and its fingerprint,
+/// the software's versions, and what each stage declared (`Stage.provenance`, collected by the
+/// plan; the runner fills `stages` in).
+public struct Provenance: Sendable {
+    /// The spec as loaded (canonical form) and its fingerprint (part of every item key).
+    public var spec: JSONValue?
+    public var specFingerprint: String?
+    /// Versions by name: voxpipe and its libraries.
+    public var software: [String: String]
+    /// Every stage's declared provenance, in plan order, each with its `id` and `kind`.
+    public var stages: [JSONValue]
+
+    public init(spec: JSONValue? = nil, specFingerprint: String? = nil, software: [String: String] = [:], stages: [JSONValue] = []) {
+        self.spec = spec
+        self.specFingerprint = specFingerprint
+        self.software = software
+        self.stages = stages
+    }
+
+    /// The declared provenance of the stages of one kind.
+    public func stages(ofKind kind: String) -> [JSONValue] { stages.filter { $0.objectValue?["kind"]?.stringValue == kind } }
 }
 
 /// What a stage gets for one item: the input file, where its outputs go, and a logger with the

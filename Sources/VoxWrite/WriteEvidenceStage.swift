@@ -60,24 +60,15 @@ public struct WriteEvidenceStage: Stage {
 
     public let id: String
     public let configuration: Configuration
-    let spec: JSONValue?
-    let specFingerprint: String?
-    let versions: [String: String]
+    /// How the run was made: spec, software versions, what each stage declared.
+    let provenance: Provenance
     let digests: DigestCache
-    /// The resample stages' provenance (engine, quality, library), from the plan.
-    let resamplers: [JSONValue]
-    /// Every stage's provenance, from the plan.
-    let provenance: [JSONValue]
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
         self.configuration = configuration
-        spec = context.spec
-        specFingerprint = context.specFingerprint
-        versions = context.versions
-        digests = context.digests
         provenance = context.provenance
-        resamplers = context.provenance.filter { $0.objectValue?["kind"]?.stringValue == "resample" }
+        digests = context.digests
     }
 
     public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
@@ -128,7 +119,7 @@ public struct WriteEvidenceStage: Stage {
         let report = reportJSON(window: window, item: item, sourceSHA: sourceSHA ?? "", sourceBytes: sourceBytes, pcmSHA: try Self.pcmSHA256(evidence), pcmFrames: window.frames)
         try AtomicFile.writeFile(report.prettyData() + Data("\n".utf8), to: layout.report)
 
-        var info: [(String, String)] = [("Bag-Software-Agent", "voxpipe \(versions["voxpipe"] ?? "")"), ("Bagging-Date", baggingDate(item))]
+        var info: [(String, String)] = [("Bag-Software-Agent", "voxpipe \(provenance.software["voxpipe"] ?? "")"), ("Bagging-Date", baggingDate(item))]
         if let reportID = item.facts.report?["reportId"].map(Self.text) { info.append(("External-Identifier", reportID)) }
         if let organization = configuration.organization { info.append(("Source-Organization", organization)) }
         try BagIt.finish(bag: bag, info: info, digests: digests)
@@ -162,10 +153,10 @@ public struct WriteEvidenceStage: Stage {
             "window": ["start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start)],
             "evidence": ["file": .string(EvidenceBag.evidencePath), "sampleRate": 48000, "channels": 1, "encoding": "PCM 16-bit little-endian",
                          "frames": .number(Double(pcmFrames)), "pcmSHA256": .string(pcmSHA)],
-            "resampler": .array(resamplers),
-            "provenance": .array(provenance),
-            "software": .object(versions.mapValues(JSONValue.string)),
-            "spec": ["sha256": specFingerprint.map(JSONValue.string) ?? .null, "stages": spec?.objectValue?["stages"] ?? .null],
+            "resampler": .array(provenance.stages(ofKind: "resample")),
+            "provenance": .array(provenance.stages),
+            "software": .object(provenance.software.mapValues(JSONValue.string)),
+            "spec": ["sha256": provenance.specFingerprint.map(JSONValue.string) ?? .null, "stages": provenance.spec?.objectValue?["stages"] ?? .null],
         ]
     }
 

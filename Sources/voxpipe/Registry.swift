@@ -31,5 +31,5 @@ func makeRegistry() -> StageRegistry {
 func makeContext(plan: Plan, fingerprint: String, logger: Logger, digests: DigestCache = DigestCache()) -> StageContext {
     let versions = ["voxpipe": voxpipeVersion].merging(DecodeStage.libraryVersions) { a, _ in a }.merging(ResampleStage.libraryVersions) { a, _ in a }
     return StageContext(logger: logger, rateConversion: SoxrRateConversion(),
-                        spec: plan.spec, specFingerprint: fingerprint, versions: versions, digests: digests)
+                        provenance: Provenance(spec: plan.spec, specFingerprint: fingerprint, software: versions, stages: plan.provenance), digests: digests)
 }
