@@ -57,7 +57,7 @@ public enum BagIt {
         }
         // Payload-Oxum: the byte count and file count bag-info.txt declares.
         if let info = try? String(contentsOf: bag.appendingPathComponent("bag-info.txt"), encoding: .utf8),
-           let line = info.split(separator: "\n").first(where: { $0.hasPrefix("Payload-Oxum:") }) {
+           let line = info.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("Payload-Oxum:") }) {
             let total = present.reduce(Int64(0)) { $0 + ((try? FileManager.default.attributesOfItem(atPath: bag.appendingPathComponent($1).path)[.size] as? NSNumber)?.int64Value ?? 0) }
             let declared = line.dropFirst("Payload-Oxum:".count).trimmingCharacters(in: .whitespaces)
             if declared != "\(total).\(present.count)" { problems.append("bag-info.txt: Payload-Oxum \(declared) but the payload is \(total).\(present.count)") }
@@ -94,8 +94,10 @@ public enum BagIt {
     static func manifest(_ url: URL) -> [(hex: String, path: String)]? {
         guard let text = try? String(contentsOf: url, encoding: .utf8) else { return nil }
         var entries: [(String, String)] = []
-        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
-            let parts = line.split(separator: " ", maxSplits: 1)
+        // Lines end in LF, CR or CRLF (RFC 8493 §2.1.3); the checksum and the path are parted by
+        // whitespace, as bagit-python reads them.
+        for line in text.split(whereSeparator: \.isNewline) {
+            let parts = line.split(maxSplits: 1, whereSeparator: { $0 == " " || $0 == "\t" })
             guard parts.count == 2 else { return nil }
             entries.append((String(parts[0]), decode(parts[1].trimmingCharacters(in: .whitespaces))))
         }

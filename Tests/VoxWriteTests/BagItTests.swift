@@ -77,6 +77,21 @@ import VoxCore
         #expect(BagIt.verify(bag: bag) == [])
     }
 
+    @Test func aBagWrittenElsewhereWithCRLFLinesAndTabsVerifies() throws {
+        let bag = try bag()
+        // As another tool may write them: CRLF line ends, a tab between checksum and path. The
+        // tag manifest is made again over the rewritten files.
+        for name in ["bag-info.txt", "manifest-sha256.txt", "manifest-sha512.txt"] {
+            let crlf = try text(bag, name).replacingOccurrences(of: "\n", with: "\r\n").replacingOccurrences(of: "  data/", with: "\tdata/")
+            try Data(crlf.utf8).write(to: bag.appendingPathComponent(name))
+        }
+        let tags = try ["bagit.txt", "bag-info.txt", "manifest-sha256.txt", "manifest-sha512.txt"].map { name in
+            "\(Digest.hex(try Data(contentsOf: bag.appendingPathComponent(name))))  \(name)\r\n"
+        }.joined()
+        try Data(tags.utf8).write(to: bag.appendingPathComponent("tagmanifest-sha256.txt"))
+        #expect(BagIt.verify(bag: bag) == [])
+    }
+
     @Test func anEmptyPayloadIsAValidBag() throws {
         let bag = temporaryDirectory().appendingPathComponent("empty")
         try FileManager.default.createDirectory(at: bag.appendingPathComponent("data"), withIntermediateDirectories: true)
