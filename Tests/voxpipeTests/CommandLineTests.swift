@@ -12,7 +12,7 @@ import VoxTestSupport
 
     static let cases: [Case] = [
         Case(name: "unknown kind", stages: #"{"id":"decode","kind":"decode"},{"id":"x","kind":"frobnicate"}"#,
-             message: #"stages[1].kind: unknown kind "frobnicate" (stage 'x'; known: decode, resample, chunk, transcribe, "#),
+             message: #"stages[1].kind: unknown kind "frobnicate" (stage 'x'; known: decode, "#),
         Case(name: "unknown option", stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rat":16000}"#,
              message: "stages[1].rat: unknown option for resample (known: rate, channels, engine, quality) (stage 'mono')"),
         Case(name: "wrong value type", stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":"16k"}"#,
