@@ -16,14 +16,16 @@ public enum InputListing {
         public var skippedFolders: [URL]
     }
 
-    public static func collect(_ paths: [String], fileManager: FileManager = .default) throws -> [InputFile] {
-        try list(paths, outputDirectory: nil, fileManager: fileManager).items
+    public static func collect(_ paths: [String], extensions: Set<String> = audioExtensions, fileManager: FileManager = .default) throws -> [InputFile] {
+        try list(paths, outputDirectory: nil, extensions: extensions, fileManager: fileManager).items
     }
 
     /// Lists the inputs. A folder under an input that is the run's output folder, or holds a
     /// voxpipe lock or item manifest (another run's outputs), is not searched: a cron job whose
     /// output folder lies inside its input folder must not take its own outputs as new work.
-    public static func list(_ paths: [String], outputDirectory: URL?, fileManager: FileManager = .default) throws -> Listing {
+    /// Folders are searched for files with one of `extensions` (what the plan's first stage reads).
+    public static func list(_ paths: [String], outputDirectory: URL?, extensions: Set<String> = audioExtensions,
+                            fileManager: FileManager = .default) throws -> Listing {
         var found: [(url: URL, relative: String)] = []
         var skipped: [URL] = []
         var seen = Set<String>()
@@ -34,7 +36,7 @@ public enum InputListing {
             }
             let url = URL(fileURLWithPath: path).standardizedFileURL
             if isDirectory.boolValue {
-                let (files, passedOver) = try audioFiles(under: url, outputDirectory: outputDirectory?.standardizedFileURL, fileManager: fileManager)
+                let (files, passedOver) = try files(under: url, extensions: extensions, outputDirectory: outputDirectory?.standardizedFileURL, fileManager: fileManager)
                 skipped += passedOver
                 for (file, relative) in files where seen.insert(file.path).inserted {
                     found.append((file, relative))
@@ -53,7 +55,7 @@ public enum InputListing {
             || fileManager.fileExists(atPath: folder.appendingPathComponent(Ledger.manifestName).path)
     }
 
-    static func audioFiles(under root: URL, outputDirectory: URL?, fileManager: FileManager) throws -> (files: [(URL, String)], skipped: [URL]) {
+    static func files(under root: URL, extensions: Set<String>, outputDirectory: URL?, fileManager: FileManager) throws -> (files: [(URL, String)], skipped: [URL]) {
         guard let enumerator = fileManager.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
                                                       options: [.skipsHiddenFiles]) else {
             throw VoxError(.noInput, "\(root.path): cannot list folder")
@@ -69,7 +71,7 @@ public enum InputListing {
                 }
                 continue
             }
-            guard audioExtensions.contains(url.pathExtension.lowercased()),
+            guard extensions.contains(url.pathExtension.lowercased()),
                   (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
             let path = url.standardizedFileURL.path
             let relative = path.hasPrefix(base) ? String(path.dropFirst(base.count)) : url.lastPathComponent

@@ -130,6 +130,8 @@ public struct AudioChunk: Payload {
     /// Why a chunk was cut where it was.
     public enum Cut: String, Sendable, Codable {
         case window, voice, tail, whole, synthesized
+        /// No audio: a line or segment of a text input (`read-text`).
+        case text
     }
 
     public var format: AudioFormat

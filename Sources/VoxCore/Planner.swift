@@ -28,6 +28,9 @@ public struct Plan: Sendable {
     /// The spec as a value (canonical: no `$schema`, no `description`).
     public let spec: JSONValue
 
+    /// The extensions searched for in INPUT folders: what the first stage reads.
+    public var inputExtensions: Set<String> { nodes.first { $0.parents.isEmpty }?.kind.inputExtensions ?? InputListing.audioExtensions }
+
     /// What each stage declares about itself for provenance records, in plan order, each with
     /// its `id` and `kind`.
     public var provenance: [JSONValue] {

@@ -52,6 +52,10 @@ public protocol Stage: Sendable {
     /// another stage's options. The default contributes nothing.
     static func provenance(_ configuration: Configuration) -> [String: JSONValue]?
 
+    /// For a first stage: the file extensions it reads, which decide what folders given as INPUT
+    /// are searched for. The default is audio (`InputListing.audioExtensions`).
+    static var inputExtensions: Set<String> { get }
+
     /// The item facts this stage learns and sets (`ItemContext.facts`). The default is none.
     static var factsGiven: [ItemFact] { get }
     /// The item facts this stage reads; the planner checks a stage upstream gives each.
@@ -76,6 +80,7 @@ extension Stage {
     public static func demand(_ configuration: Configuration) -> StreamDemand { .whole }
     public static func identityFiles(_ configuration: Configuration) -> [URL] { [] }
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { nil }
+    public static var inputExtensions: Set<String> { InputListing.audioExtensions }
     public static var factsGiven: [ItemFact] { [] }
     public static var factsUsed: [ItemFact] { [] }
 }

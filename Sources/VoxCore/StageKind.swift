@@ -9,6 +9,8 @@ public struct StageKind: Sendable {
     public let output: PayloadType
     public let options: [OptionSpec]
     public let factsGiven: [ItemFact]
+    /// What a first stage of this kind reads, by extension.
+    public let inputExtensions: Set<String>
     public let factsUsed: [ItemFact]
     let configure: @Sendable (StageOptions) throws -> any Sendable
     let outputFormat: @Sendable (any Sendable, StreamFormat) throws -> StreamFormat
@@ -26,6 +28,7 @@ public struct StageKind: Sendable {
         output = S.Output.payloadType
         options = S.options
         factsGiven = S.factsGiven
+        inputExtensions = S.inputExtensions
         factsUsed = S.factsUsed
         configure = { try S.configure($0) }
         outputFormat = { configuration, input in

@@ -13,6 +13,7 @@ import VoxWrite
 func makeRegistry() -> StageRegistry {
     StageRegistry([
         StageKind(DecodeStage.self),
+        StageKind(ReadTextStage.self),
         StageKind(ResampleStage.self),
         StageKind(ChunkStage.self),
         StageKind(TranscribeStage.self),

@@ -47,13 +47,16 @@ struct RunCommand: AsyncParsableCommand {
             guard !inputs.isEmpty else { throw VoxError(.noInput, "no INPUT given: name audio files or folders after the spec") }
             // Output names are decided from the whole listing, so every shard agrees on them.
             let outputURL = URL(fileURLWithPath: output).standardizedFileURL
-            let listing = try InputListing.list(inputs, outputDirectory: outputURL)
+            let listing = try InputListing.list(inputs, outputDirectory: outputURL, extensions: plan.inputExtensions)
             if !listing.skippedFolders.isEmpty {
                 let names = listing.skippedFolders.map(\.path)
                 printError("not searching \(names.count == 1 ? names[0] : "\(names.count) folders (\(names[0]), …)"): voxpipe outputs, not input")
             }
             let all = listing.items
-            guard !all.isEmpty else { throw VoxError(.noInput, "no audio files found in \(inputs.joined(separator: ", "))") }
+            guard !all.isEmpty else {
+                let what = plan.inputExtensions == InputListing.audioExtensions ? "audio files" : "input files (\(plan.inputExtensions.sorted().map { "." + $0 }.joined(separator: ", ")))"
+                throw VoxError(.noInput, "no \(what) found in \(inputs.joined(separator: ", "))")
+            }
             let shard = try shard.map(Shard.parse) ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount)
             let items = shard.map { s in all.filter { s.contains($0) } } ?? all
             let digests = DigestCache()
