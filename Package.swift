@@ -41,6 +41,7 @@ let package = Package(
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
         .target(name: "VoxSynthesize", dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
+        .target(name: "VoxCheck", dependencies: ["VoxCore"]),
         .executableTarget(name: "voxpipe", dependencies: [
             "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -58,6 +59,7 @@ let package = Package(
         .testTarget(name: "VoxReplyTests", dependencies: ["VoxTestSupport", "VoxReply", "VoxCore"]),
         .testTarget(name: "VoxSynthesizeTests", dependencies: ["VoxTestSupport", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore"]),
         .testTarget(name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
+        .testTarget(name: "VoxCheckTests", dependencies: ["VoxTestSupport", "VoxCheck", "VoxCore"]),
         .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore"]),
     ]
 )

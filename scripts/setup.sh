@@ -9,6 +9,7 @@ packages=(
   cmake g++
   libespeak-ng-dev espeak-ng-data
   sox libsox-fmt-mp3 ffmpeg espeak-ng gcc time
+  sctk
 )
 missing=()
 for p in "${packages[@]}"; do
