@@ -41,9 +41,9 @@ let package = Package(
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
         .target(name: "VoxSynthesize", dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
-        .target(name: "VoxCheck", dependencies: ["VoxCore"]),
+        .target(name: "VoxCheck", dependencies: ["VoxCore", "VoxDecode"]),
         .executableTarget(name: "voxpipe", dependencies: [
-            "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite",
+            "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite", "VoxCheck",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

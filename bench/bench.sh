@@ -4,7 +4,7 @@
 # ≤ 1.0 means voxpipe is at least as fast).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=$PWD/.build/release/voxpipe
+BIN=${BENCH_BIN:-$PWD/.build/release/voxpipe}
 W=$PWD/bench/work
 mkdir -p "$W"
 REPS=${BENCH_REPS:-3}
@@ -321,3 +321,20 @@ replayed=$(best cpu "$BIN" run Pipelines/lesson-tutor-openai.json "$H5/in" -o "$
 per=$(awk "BEGIN{printf \"%.2f\", ($live - $replayed) * 1000 / $requests}")
 echo "$requests requests: cpu live ${live}s, replayed ${replayed}s (best of 3 each): $per ms of voxpipe's CPU per request (differences under ~0.3 ms are run-to-run noise)"
 unset OPENAI_BASE_URL OPENAI_API_KEY
+
+# --- quality checks (issue 12) ---------------------------------------------------------------
+echo
+echo "== check over a 200-item suite: run alone vs run --check (replies goldens + a match per item; target: adds < 10%)"
+C12=$W/check; rm -rf "$C12"; mkdir -p "$C12/lessons"
+for i in $(seq -w 1 200); do
+  printf 'Hallo, ich heiße Schüler %s.\nWie geht es dir heute?\nIch lerne Deutsch seit %s Wochen.\nGrüße aus der Straße!\n' "$i" "$i" > "$C12/lessons/l$i.txt"
+done
+cat > "$C12/suite.check.json" <<JSON
+{ "spec": "$PWD/Pipelines/lesson-tutor-text.json", "inputs": ["lessons"],
+  "expect": [ { "item": "l*", "output": "replies.json", "golden": true, "tolerance": { "turns[*].start": 0.01 } },
+              { "item": "l*", "output": "replies.json", "matches": "Grüße aus der Straße" } ] }
+JSON
+"$BIN" check "$C12/suite.check.json" --update >/dev/null 2>&1
+plain=$(measure "$BIN" run Pipelines/lesson-tutor-text.json "$C12/lessons" -o "$C12/o1" --force)
+checked=$(measure "$BIN" run Pipelines/lesson-tutor-text.json "$C12/lessons" -o "$C12/o2" --force --check "$C12/suite.check.json")
+echo "run ${plain% *}s, run --check ${checked% *}s (400 expectations + budget): overhead $(awk "BEGIN{printf \"%.1f%%\", (${checked% *} / ${plain% *} - 1) * 100}")"

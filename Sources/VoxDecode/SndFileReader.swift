@@ -64,3 +64,25 @@ struct SndFileOpenError: Error {
     var code: Int32
     var message: String
 }
+
+/// A whole audio file read at once with libsndfile, for comparisons (goldens) rather than
+/// streaming: its format and interleaved samples.
+public enum AudioFileContents {
+    /// Reads `url`; files over `maxFrames` frames fail rather than fill memory.
+    public static func read(_ url: URL, maxFrames: Int64 = 48000 * 3600) throws -> (format: AudioFormat, samples: [Float]) {
+        let reader: SndFileReader
+        do {
+            reader = try SndFileReader(url: url)
+        } catch let error as SndFileOpenError {
+            throw DecodeError(.unreadable, "\(url.lastPathComponent): not an audio file libsndfile reads (\(error.message))")
+        }
+        guard reader.frames <= maxFrames else { throw DecodeError(.outOfBounds, "\(url.lastPathComponent): \(reader.frames) frames, over \(maxFrames)") }
+        var samples: [Float] = []
+        while true {
+            let block = try reader.read(maxFrames: 65536)
+            if block.isEmpty { break }
+            samples += block
+        }
+        return (reader.format, samples)
+    }
+}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import VoxCheck
 import VoxCore
 import VoxResample
 
@@ -30,6 +31,10 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write JUnit XML, one test case per item.", valueName: "FILE.xml")) var junit: String?
     @Option(help: ArgumentHelp("Store every HTTP exchange of the providers (keys stripped) in this folder.", valueName: "DIR")) var httpRecord: String?
     @Option(help: ArgumentHelp("Answer HTTP providers from recorded exchanges only; an unrecorded request fails its item.", valueName: "DIR")) var httpReplay: String?
+    @Option(help: ArgumentHelp("After the run, check its outputs against this suite's expectations (its spec and inputs are not used); --junit then writes the check's cases.", valueName: "SUITE.json")) var check: String?
+    @Option(help: ArgumentHelp("With --check: a JSON summary of every expectation.", valueName: "FILE.json")) var checkJson: String?
+    @Option(help: ArgumentHelp("With --check: ref.trn, hyp.trn and hyp.ctm for sclite into this folder.", valueName: "DIR")) var sctk: String?
+    @Flag(help: "With --check: take the outputs as the suite's goldens.") var update = false
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
 
     func validate() throws {
@@ -37,6 +42,7 @@ struct RunCommand: AsyncParsableCommand {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if output.isEmpty { throw ValidationError("--output must name a folder") }
         if let shardCount, shardCount < 1 { throw ValidationError("--shard-count must be at least 1") }
+        if check == nil && (checkJson != nil || sctk != nil || update) { throw ValidationError("--check-json, --sctk and --update go with --check SUITE") }
     }
 
     func run() async throws {
@@ -44,6 +50,7 @@ struct RunCommand: AsyncParsableCommand {
         let logger = Logger(label: "voxpipe")
         do {
             let plan = try loadPlan(spec)
+            let suite = try check.map { try Suite.load(URL(fileURLWithPath: $0)) }
             guard !inputs.isEmpty else { throw VoxError(.noInput, "no INPUT given: name audio files or folders after the spec") }
             // Output names are decided from the whole listing, so every shard agrees on them.
             let outputURL = URL(fileURLWithPath: output).standardizedFileURL
@@ -94,9 +101,19 @@ struct RunCommand: AsyncParsableCommand {
             if let interrupted {
                 printError("interrupted by \(interrupted == SIGINT ? "SIGINT" : "SIGTERM"): \(items.count - results.count) items not started; rerun to continue")
             }
-            try writeReports(RunReports(planName: plan.name, results: results, wallSeconds: wall, outputDirectory: outputURL, interruptedBy: interrupted))
+            try writeReports(RunReports(planName: plan.name, results: results, wallSeconds: wall, outputDirectory: outputURL, interruptedBy: interrupted),
+                             checking: suite != nil)
             withExtendedLifetime(lock) {}
             if let interrupted { throw ExitCode(128 + interrupted) }
+            if let suite {
+                let items = results.map { r in
+                    CheckedItem(name: r.item.outputName, status: r.status.rawValue, failure: r.failure?.description, seconds: r.seconds, audioSeconds: r.audioSeconds)
+                }
+                let passed = try evaluateChecks(suite, outputDirectory: outputURL, items: items,
+                                                reports: CheckReportPaths(junit: junit, json: checkJson, sctk: sctk, update: update), seconds: wall)
+                if !passed { throw ExitCode(1) }
+                return
+            }
             if results.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
         } catch let exit as ExitCode {
             throw exit
@@ -105,9 +122,10 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    func writeReports(_ reports: RunReports) throws {
+    /// With `checking`, --junit is left to the check.
+    func writeReports(_ reports: RunReports, checking: Bool = false) throws {
         if let report { try AtomicFile.write(reports.jsonLines(), to: URL(fileURLWithPath: report)) }
-        if let junit { try AtomicFile.write(Data(reports.junit().utf8), to: URL(fileURLWithPath: junit)) }
+        if let junit, !checking { try AtomicFile.write(Data(reports.junit().utf8), to: URL(fileURLWithPath: junit)) }
         if let metrics {
             let url = URL(fileURLWithPath: metrics)
             try AtomicFile.write(Data(reports.prometheus(previous: try? String(contentsOf: url, encoding: .utf8)).utf8), to: url)

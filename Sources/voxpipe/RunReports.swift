@@ -88,23 +88,7 @@ struct RunReports {
     // MARK: JUnit
 
     func junit() -> String {
-        func xml(_ s: String) -> String {
-            var out = ""
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "&": out += "&amp;"
-                case "<": out += "&lt;"
-                case ">": out += "&gt;"
-                case "\"": out += "&quot;"
-                case "'": out += "&apos;"
-                default:
-                    // XML 1.0 forbids most control characters even escaped, and U+FFFE and U+FFFF.
-                    let forbidden = (scalar.value < 0x20 && scalar != "\n" && scalar != "\t" && scalar != "\r") || scalar.value == 0xFFFE || scalar.value == 0xFFFF
-                    if forbidden { out += "?" } else { out.unicodeScalars.append(scalar) }
-                }
-            }
-            return out
-        }
+        func xml(_ s: String) -> String { xmlEscaped(s) }
         let suite = xml("voxpipe \(planName)")
         var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
                      "<testsuites name=\"voxpipe\" tests=\"\(results.count)\" failures=\"\(count(.failed))\" skipped=\"\(count(.skipped))\" time=\"\(String(format: "%.3f", wallSeconds))\">",

@@ -164,13 +164,13 @@ import VoxCore
         let document = try XMLDocument(data: Data(reports(results, plan: "p<&>").junit().utf8))
         let cases = try document.nodes(forXPath: "/testsuites/testsuite/testcase").compactMap { $0 as? XMLElement }
         #expect(cases.count == 2)
-        // Control characters XML cannot hold become "?"; a parser reads tabs and line breaks in
-        // attributes as spaces.
-        #expect(cases.first?.attribute(forName: "name")?.stringValue == "q'\"<x>& ??.wav")
+        // Control characters XML cannot hold become "?"; tabs and line breaks are written as
+        // character references, so they survive in attributes too.
+        #expect(cases.first?.attribute(forName: "name")?.stringValue == "q'\"<x>&\t??.wav")
         #expect(cases.first?.attribute(forName: "classname")?.stringValue == "voxpipe p<&>")
         let failure = try #require(cases.first?.elements(forName: "failure").first)
         #expect(failure.attribute(forName: "type")?.stringValue == "k&")
-        #expect(failure.attribute(forName: "message")?.stringValue == "s? (k&): r?< >")
+        #expect(failure.attribute(forName: "message")?.stringValue == "s? (k&): r?<\n>")
         #expect(cases.last?.elements(forName: "skipped").first?.attribute(forName: "message")?.stringValue == "skipped")
     }
 }
