@@ -72,6 +72,31 @@ public struct InputFile: Payload, Hashable {
         }
     }
 
+    /// A stretch of the recording one report is about: it ends at the reported moment and
+    /// lasts `seconds`, clipped at the recording's start. Reports of one user close together
+    /// share one window (`reportIDs` lists them all).
+    public struct Window: Sendable, Hashable, Codable {
+        /// Folder name: the (first) report id, made safe for a path.
+        public var name: String
+        public var reportIDs: [String]
+        /// The reported moment, in seconds into the recording.
+        public var end: Double
+        /// How long the window was asked to be.
+        public var seconds: Double
+
+        public init(name: String, reportIDs: [String], end: Double, seconds: Double) {
+            self.name = name
+            self.reportIDs = reportIDs
+            self.end = end
+            self.seconds = seconds
+        }
+
+        /// Where the window starts: `seconds` before the end, or the recording's start.
+        public var start: Double { max(0, end - seconds) }
+        /// Seconds the recording did not have before its start.
+        public var shortfall: Double { max(0, seconds - end) }
+    }
+
     /// Where the file is.
     public var url: URL
     /// Its path relative to the INPUT root it was found under (the file name for a file given
@@ -82,21 +107,31 @@ public struct InputFile: Payload, Hashable {
     public var outputName: String
     /// The track this item is, when its upload is split per channel.
     public var track: Track?
+    /// The report window this item is, when its upload's reports name moments.
+    public var window: Window?
 
-    public init(url: URL, relativePath: String, outputName: String, track: Track? = nil) {
+    public init(url: URL, relativePath: String, outputName: String, track: Track? = nil, window: Window? = nil) {
         self.url = url
         self.relativePath = relativePath
         self.outputName = outputName
         self.track = track
+        self.window = window
     }
 
     /// This file's item for one track: same input, its own output folder.
     public func forTrack(_ track: Track) -> InputFile {
-        InputFile(url: url, relativePath: relativePath, outputName: "\(outputName)/\(track.name)", track: track)
+        InputFile(url: url, relativePath: relativePath, outputName: "\(outputName)/\(track.name)", track: track, window: window)
+    }
+
+    /// This item's part for one report window: same input (and track), its own output folder.
+    public func forWindow(_ window: Window) -> InputFile {
+        InputFile(url: url, relativePath: relativePath, outputName: "\(outputName)/\(window.name)", track: track, window: window)
     }
 
     /// `path` or `path#track` for messages and reports.
-    public var displayName: String { track.map { "\(relativePath)#\($0.name)" } ?? relativePath }
+    public var displayName: String {
+        [relativePath, track?.name, window?.name].compactMap { $0 }.joined(separator: "#")
+    }
 
     /// The report sidecar's place: `X.json` beside `X.<ext>`.
     public var sidecarURL: URL { url.deletingPathExtension().appendingPathExtension("json") }

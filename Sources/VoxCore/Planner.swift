@@ -60,9 +60,8 @@ public struct Plan: Sendable {
     /// The items a file becomes: one per track when the stage reading files splits it, else
     /// the file itself. Reads at most the file's header and report sidecar.
     public func expand(_ item: InputFile) throws -> [InputFile] {
-        guard let root = nodes.first(where: \.parents.isEmpty),
-              let tracks = try root.kind.tracks(root.configuration, item) else { return [item] }
-        return tracks.map(item.forTrack)
+        guard let root = nodes.first(where: \.parents.isEmpty), let items = try root.kind.expand(root.configuration, item) else { return [item] }
+        return items
     }
 
     /// How many seconds at the end of `node`'s output are all that any stage downstream needs;

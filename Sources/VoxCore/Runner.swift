@@ -141,7 +141,7 @@ public struct Runner: Sendable {
             observer?.handle(.itemFinished(result))
             return [result]
         }
-        if parts.count != 1 || parts.first?.track != nil { observer?.handle(.itemSplit(item, tracks: parts.count)) }
+        if parts.count != 1 || parts.first?.track != nil || parts.first?.window != nil { observer?.handle(.itemSplit(item, tracks: parts.count)) }
         var results: [ItemResult] = []
         for part in parts {
             guard !Task.isCancelled else { break }

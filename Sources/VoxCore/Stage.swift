@@ -33,9 +33,9 @@ public protocol Stage: Sendable {
     /// `turn-NNNN.wav`), for `--dry-run`; empty for stages that write none.
     static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String]
 
-    /// For a stage that reads input files: the tracks (channels) an item splits into, each then
-    /// run as an item of its own; nil to take the file whole. The default takes it whole.
-    static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]?
+    /// For a first stage: the items one input file becomes (one per channel of a split upload,
+    /// one per report window, …), each with its own output folder; nil keeps the file one item.
+    static func expand(_ configuration: Configuration, item: InputFile) throws -> [InputFile]?
 
     /// How much of its input stream the stage needs (a tail chunker only the last N seconds),
     /// so the decoder can seek instead of decoding what nothing will use.
@@ -76,7 +76,7 @@ extension Stage {
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat { input }
     public func prepare() async throws {}
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { [] }
-    public static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]? { nil }
+    public static func expand(_ configuration: Configuration, item: InputFile) throws -> [InputFile]? { nil }
     public static func demand(_ configuration: Configuration) -> StreamDemand { .whole }
     public static func identityFiles(_ configuration: Configuration) -> [URL] { [] }
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { nil }

@@ -16,7 +16,7 @@ public struct StageKind: Sendable {
     let outputFormat: @Sendable (any Sendable, StreamFormat) throws -> StreamFormat
     let instantiate: @Sendable (String, any Sendable, StageContext) throws -> any StageRunner
     let plannedOutputs: @Sendable (any Sendable, String, PayloadType) -> [String]
-    let tracks: @Sendable (any Sendable, InputFile) throws -> [InputFile.Track]?
+    let expand: @Sendable (any Sendable, InputFile) throws -> [InputFile]?
     let demand: @Sendable (any Sendable) -> StreamDemand
     let identityFiles: @Sendable (any Sendable) -> [URL]
     let provenance: @Sendable (any Sendable) -> [String: JSONValue]?
@@ -35,9 +35,9 @@ public struct StageKind: Sendable {
             guard let c = configuration as? S.Configuration else { throw VoxError(.internal, "configuration type mismatch for \(S.kind)") }
             return try S.outputFormat(c, input: input)
         }
-        tracks = { configuration, item in
+        expand = { configuration, item in
             guard let c = configuration as? S.Configuration else { return nil }
-            return try S.tracks(c, for: item)
+            return try S.expand(c, item: item)
         }
         identityFiles = { configuration in (configuration as? S.Configuration).map(S.identityFiles) ?? [] }
         provenance = { configuration in (configuration as? S.Configuration).flatMap(S.provenance) }

@@ -25,6 +25,10 @@ public struct DecodeStage: Stage {
         /// With split: only the seats of the reported user.
         public var reportedSeatsOnly: Bool
         public var sidecar: SidecarPolicy
+        /// A report window's length when the report does not give one.
+        public var windowSeconds: Double
+        /// Reports of one user this close together share one window.
+        public var debounceSeconds: Double
     }
 
     /// Whether an upload's report sidecar (`X.json` beside `X.<ext>`) must be there.
@@ -47,6 +51,8 @@ public struct DecodeStage: Stage {
         OptionSpec("channels", .choice(["keep", "split"]), default: "keep", help: "split: one item per channel (seat), named from the report's seat map; later stages and outputs run per track."),
         OptionSpec("seats", .choice(["all", "reported"]), default: "all", help: "With split: every seat, or only the reported user's."),
         OptionSpec("sidecar", .choice(SidecarPolicy.allCases.map(\.rawValue)), default: "optional", help: "The upload's report sidecar X.json: optional, required (missing or malformed fails the item) or ignore."),
+        OptionSpec("windowSeconds", .number(1...86400), default: 300, help: "When the sidecar's reports name moments: each is an item of this many seconds before its moment (a report's own \"seconds\" wins)."),
+        OptionSpec("debounceSeconds", .number(0...3600), default: 10, help: "Reports of one user whose moments are this close share one window (repeated taps)."),
     ]
 
     /// The decoding library's version, for provenance records.
@@ -61,32 +67,73 @@ public struct DecodeStage: Stage {
         return Configuration(blockFrames: options.int("blockFrames") ?? 65536, maxChannels: options.int("maxChannels") ?? 64,
                              maxHours: options.double("maxHours") ?? 48, ffmpegFallback: options.string("fallback") != "none",
                              split: split, reportedSeatsOnly: options.string("seats") == "reported",
-                             sidecar: options.choice("sidecar", as: SidecarPolicy.self) ?? .optional)
+                             sidecar: options.choice("sidecar", as: SidecarPolicy.self) ?? .optional,
+                             windowSeconds: options.double("windowSeconds") ?? 300, debounceSeconds: options.double("debounceSeconds") ?? 10)
     }
 
-    /// With `channels: split`, one track per channel, named `seat<N>-<user>` from the sidecar's
-    /// seat map (`channel<N>` where it names nobody); with `seats: reported`, only the
-    /// reported user's.
     /// The source's format and length, and the report sidecar's fields.
     public static let factsGiven: [ItemFact] = [.sourceFormat, .audioSeconds, .report]
 
-    public static func tracks(_ configuration: Configuration, for item: InputFile) throws -> [InputFile.Track]? {
-        guard configuration.split else { return nil }
-        let report = try loadSidecar(for: item, policy: configuration.sidecar, logger: nil)
-        let channels = try probeChannels(item.url, ffmpegFallback: configuration.ffmpegFallback)
-        guard (1...configuration.maxChannels).contains(channels) else {
-            throw DecodeError(.outOfBounds, "\(channels) channels is outside 1…maxChannels (\(configuration.maxChannels))")
+    /// An upload becomes several items: with `channels: split`, one per channel, named
+    /// `seat<N>-<user>` from the sidecar's seat map (`channel<N>` where it names nobody; with
+    /// `seats: reported`, only reported users' seats); and when the sidecar's reports name
+    /// moments, one per report window (per seat), named by report id, reports of one user within
+    /// `debounceSeconds` folded into one.
+    public static func expand(_ configuration: Configuration, item: InputFile) throws -> [InputFile]? {
+        let report = configuration.split || configuration.sidecar != .ignore ? try loadSidecar(for: item, policy: configuration.sidecar, logger: nil) : nil
+        let reports = report?.reports ?? []
+        let placed = reports.contains { $0.moment != nil }
+        guard configuration.split || placed else { return nil }
+        let probe = try probe(item.url, ffmpegFallback: configuration.ffmpegFallback)
+        var items = [item]
+        if configuration.split {
+            guard (1...configuration.maxChannels).contains(probe.channels) else {
+                throw DecodeError(.outOfBounds, "\(probe.channels) channels is outside 1…maxChannels (\(configuration.maxChannels))")
+            }
+            let seats = report?.seats ?? [:]
+            var tracks = (0..<probe.channels).map { c in
+                InputFile.Track(channel: c, name: seats[c].map { "seat\(c)-\(safeName($0))" } ?? "channel\(c)", user: seats[c])
+            }
+            if configuration.reportedSeatsOnly {
+                let users = Set(reports.compactMap(\.reportedUser))
+                guard !users.isEmpty else { throw DecodeError(.unreadable, "seats \"reported\" needs a report sidecar naming the reportedUser") }
+                tracks = tracks.filter { $0.user.map(users.contains) ?? false }
+                guard !tracks.isEmpty else { throw DecodeError(.unreadable, "the report names \(users.sorted().joined(separator: ", ")), but no seat of the seat map is theirs") }
+            }
+            items = tracks.map(item.forTrack)
         }
-        let seats = report?.seats ?? [:]
-        var tracks = (0..<channels).map { c in
-            InputFile.Track(channel: c, name: seats[c].map { "seat\(c)-\(safeName($0))" } ?? "channel\(c)", user: seats[c])
+        guard placed else { return items }
+        return items.flatMap { part -> [InputFile] in
+            // A seat's windows are the reports about its user; a seat nobody reported (or the
+            // whole mix) gets every report's window.
+            let own = reports.filter { $0.reportedUser != nil && $0.reportedUser == part.track?.user }
+            return windows(own.isEmpty ? reports : own, length: probe.seconds, configuration: configuration).map(part.forWindow)
         }
-        if configuration.reportedSeatsOnly {
-            guard let user = report?.reportedUser else { throw DecodeError(.unreadable, "seats \"reported\" needs a report sidecar naming the reportedUser") }
-            tracks = tracks.filter { $0.user == user }
-            guard !tracks.isEmpty else { throw DecodeError(.unreadable, "the report names \(user), but no seat of the seat map is theirs") }
+    }
+
+    /// Report windows: each ends at its report's moment (the end of the recording for a report
+    /// without one); a user's reports within `debounceSeconds` of the one before fold into one
+    /// window ending at the latest (as long as the longest asked), listing every id.
+    static func windows(_ reports: [ReportSidecar.Report], length: Double?, configuration: Configuration) -> [InputFile.Window] {
+        var out: [InputFile.Window] = []
+        var lastOfUser: [String: (index: Int, moment: Double)] = [:]
+        let ordered = reports.enumerated().map { (i, r) in (r, r.moment ?? length ?? 0, i) }.sorted { ($0.1, $0.2) < ($1.1, $1.2) }
+        for (report, moment, _) in ordered {
+            let seconds = report.seconds ?? configuration.windowSeconds
+            let user = report.reportedUser ?? ""
+            if let last = lastOfUser[user], moment - last.moment <= configuration.debounceSeconds {
+                out[last.index].reportIDs.append(report.id)
+                out[last.index].seconds = max(out[last.index].seconds, seconds)
+                out[last.index].end = min(moment, length ?? moment)
+                lastOfUser[user] = (last.index, moment)
+                continue
+            }
+            var name = safeName(report.id)
+            while out.contains(where: { $0.name == name }) { name += "_" }
+            out.append(InputFile.Window(name: name, reportIDs: [report.id], end: min(moment, length ?? moment), seconds: seconds))
+            lastOfUser[user] = (out.count - 1, moment)
         }
-        return tracks
+        return out
     }
 
     /// A user id as a folder-name part: letters, digits, '.', '-', '_' kept, the rest '_'.
@@ -111,10 +158,14 @@ public struct DecodeStage: Stage {
         }
     }
 
-    static func probeChannels(_ url: URL, ffmpegFallback: Bool) throws -> Int {
-        if let reader = try? SndFileReader(url: url) { return reader.format.channels }
+    /// The file's channel count and length in seconds (when its header says), without decoding.
+    static func probe(_ url: URL, ffmpegFallback: Bool) throws -> (channels: Int, seconds: Double?) {
+        if let reader = try? SndFileReader(url: url) {
+            return (reader.format.channels, reader.format.sampleRate > 0 ? Double(reader.frames) / Double(reader.format.sampleRate) : nil)
+        }
         guard ffmpegFallback, let tools = FFmpegReader.tools() else { throw DecodeError(.unreadable, "libsndfile cannot read this file, and ffmpeg is not there to try") }
-        return try FFmpegReader.probe(url: url, ffprobe: tools.ffprobe).format.channels
+        let probed = try FFmpegReader.probe(url: url, ffprobe: tools.ffprobe)
+        return (probed.format.channels, probed.duration)
     }
 
     public let id: String
@@ -161,17 +212,30 @@ public struct DecodeStage: Stage {
         }
 
         var offset: Int64 = 0
-        if let lookback, let frames = source.frames, let seek = source.seek {
+        // A report window: from its start (less the settling margin) to its end, seeking where
+        // the format seeks exactly, so the cost follows the window, not where it lies.
+        var endFrame: Int64?
+        if let window = file.window {
+            endFrame = Int64((window.end * Double(rate)).rounded())
+            let startSecond = (window.start - Self.seekMargin).rounded(.down)
+            if startSecond > 0, let seek = source.seek, seek(Int64(startSecond) * Int64(rate)) {
+                offset = Int64(startSecond) * Int64(rate)
+                logger.debug("seeked to the report window", metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
+            }
+        } else if let lookback, let frames = source.frames, let seek = source.seek {
             let startSecond = (Double(frames) / Double(rate) - lookback - Self.seekMargin).rounded(.down)
             if startSecond > 0, seek(Int64(startSecond) * Int64(rate)) {
                 offset = Int64(startSecond) * Int64(rate)
                 logger.debug("seeked past what no stage needs", metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
             }
         }
+        let firstFrame = offset
         let outFormat = file.track == nil ? source.format : AudioFormat(sampleRate: rate, channels: 1)
         var sent = false
         while true {
-            var samples = try source.read(configuration.blockFrames)
+            var want = configuration.blockFrames
+            if let endFrame { want = Int(max(0, min(Int64(want), endFrame - offset))) }
+            var samples = want > 0 ? try source.read(want) : []
             if let track = file.track { samples = Self.channel(track.channel, of: samples, channels: source.format.channels) }
             if samples.isEmpty && sent { break }
             let block = AudioBlock(format: outFormat, samples: samples, frameOffset: offset)
@@ -180,7 +244,7 @@ public struct DecodeStage: Stage {
             sent = true
             if samples.isEmpty { break }
         }
-        if source.frames == nil { facts.audioSeconds = Double(offset) / Double(rate) }
+        if source.frames == nil || file.window != nil { facts.audioSeconds = Double(offset - firstFrame) / Double(rate) }
     }
 
     /// One channel of interleaved samples.

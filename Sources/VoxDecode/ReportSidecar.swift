@@ -22,6 +22,51 @@ public struct ReportSidecar: Sendable, Equatable {
         }
     }
 
+    /// One report: who was reported, the moment in the recording it is about (when the sidecar
+    /// lets it be placed), how much audio before it to keep, and whether it is on legal hold.
+    public struct Report: Sendable, Equatable {
+        public var id: String
+        public var reportedUser: String?
+        /// Seconds into the recording: `offsetSeconds`, else `reportedAt` − `recordingStartedAt`.
+        public var moment: Double?
+        /// The window's length, when the report asks for one.
+        public var seconds: Double?
+        public var legalHold: Bool
+        /// Every field of the report as the sidecar has it.
+        public var fields: [String: JSONValue]
+    }
+
+    /// The reports: the `reports` list, else the sidecar itself as one report. A report's
+    /// missing fields come from the sidecar's top level (`recordingStartedAt`, `reportedUser`).
+    public var reports: [Report] {
+        let list = fields["reports"]?.arrayValue?.compactMap(\.objectValue) ?? [fields]
+        return list.enumerated().map { i, r in
+            var merged = fields.filter { $0.key != "reports" && $0.key != "seats" }
+            merged.merge(r) { _, b in b }
+            let id = merged["reportId"].flatMap { $0.stringValue ?? $0.numberValue.map { String(Int64($0)) } } ?? "report\(i + 1)"
+            return Report(id: id, reportedUser: merged["reportedUser"]?.stringValue, moment: Self.moment(merged),
+                          seconds: merged["seconds"]?.numberValue, legalHold: merged["legalHold"]?.boolValue ?? false, fields: r)
+        }
+    }
+
+    /// Whether any report is on legal hold.
+    public var legalHold: Bool { reports.contains(where: \.legalHold) }
+
+    static func moment(_ report: [String: JSONValue]) -> Double? {
+        if let offset = report["offsetSeconds"]?.numberValue { return offset }
+        guard let at = report["reportedAt"]?.stringValue.flatMap(parseDate), let start = report["recordingStartedAt"]?.stringValue.flatMap(parseDate) else { return nil }
+        return at.timeIntervalSince(start)
+    }
+
+    /// ISO 8601 with or without fractional seconds.
+    static func parseDate(_ text: String) -> Date? {
+        let plain = ISO8601DateFormatter()
+        if let date = plain.date(from: text) { return date }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return fractional.date(from: text)
+    }
+
     /// Reads and checks a sidecar; throws with the reason when it is not a report.
     public static func load(_ url: URL) throws -> ReportSidecar {
         guard let data = FileManager.default.contents(atPath: url.path) else { throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is missing") }
@@ -32,6 +77,29 @@ public struct ReportSidecar: Sendable, Equatable {
             guard let v = object[key] else { continue }
             guard v.stringValue != nil || v.numberValue != nil else {
                 throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(key) should be a string, got \(v.typeDescription)")
+            }
+        }
+        if let list = object["reports"] {
+            guard let reports = list.arrayValue, !reports.isEmpty else {
+                throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): reports should be a list of reports, got \(list.typeDescription)")
+            }
+            for (i, r) in reports.enumerated() {
+                guard r.objectValue != nil else { throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): reports[\(i)] should be an object, got \(r.typeDescription)") }
+            }
+        }
+        let sidecar = ReportSidecar(fields: object)
+        for (i, report) in sidecar.reports.enumerated() {
+            let at = object["reports"] == nil ? "" : "reports[\(i)]."
+            for key in ["offsetSeconds", "seconds"] {
+                if let v = report.fields[key], !(v.numberValue.map { $0.isFinite && $0 >= 0 } ?? false) {
+                    throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(at)\(key) should be a number of seconds ≥ 0, got \(v.typeDescription == "a number" ? "a negative number" : v.typeDescription)")
+                }
+            }
+            if let v = report.fields["legalHold"], v.boolValue == nil {
+                throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(at)legalHold should be true or false, got \(v.typeDescription)")
+            }
+            if let moment = report.moment, moment < 0 {
+                throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(at)reportedAt is before recordingStartedAt")
             }
         }
         if let seats = object["seats"], seats.objectValue == nil && seats.arrayValue == nil {

@@ -84,7 +84,8 @@ public struct WriteEvidenceStage: Stage {
                 if !t.text.isEmpty { transcripts.append(t) }
             }
         }
-        guard let window else { throw WriteError(.unsupported, "no audio reached write-evidence (is the input empty?)") }
+        guard var window else { throw WriteError(.unsupported, "no audio reached write-evidence (is the input empty?)") }
+        if let reported = item.item.window { window = Self.trim(window, to: reported) }
         let bag = try item.outputs.reserve(name: id)
         try build(bag: bag, window: window, transcripts: transcripts.sorted { $0.chunk.start < $1.chunk.start }, item: item)
         for artifact in try item.outputs.artifacts(forDirectory: bag, digests: digests) { try await output.send(artifact) }
@@ -120,7 +121,11 @@ public struct WriteEvidenceStage: Stage {
         try AtomicFile.writeFile(report.prettyData() + Data("\n".utf8), to: layout.report)
 
         var info: [(String, String)] = [("Bag-Software-Agent", "voxpipe \(provenance.software["voxpipe"] ?? "")"), ("Bagging-Date", baggingDate(item))]
-        if let reportID = item.facts.report?["reportId"].map(Self.text) { info.append(("External-Identifier", reportID)) }
+        if let ids = item.item.window?.reportIDs {
+            info.append(("External-Identifier", ids.joined(separator: ", ")))
+        } else if let reportID = item.facts.report?["reportId"].map(Self.text) {
+            info.append(("External-Identifier", reportID))
+        }
         if let organization = configuration.organization { info.append(("Source-Organization", organization)) }
         try BagIt.finish(bag: bag, info: info, digests: digests)
     }
@@ -150,7 +155,7 @@ public struct WriteEvidenceStage: Stage {
             "report": facts.report.map { .object($0) } ?? .null,
             "track": track,
             "source": .object(source),
-            "window": ["start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start)],
+            "window": windowJSON(window, reported: item.item.window, r: r),
             "evidence": ["file": .string(EvidenceBag.evidencePath), "sampleRate": 48000, "channels": 1, "encoding": "PCM 16-bit little-endian",
                          "frames": .number(Double(pcmFrames)), "pcmSHA256": .string(pcmSHA)],
             "resampler": .array(provenance.stages(ofKind: "resample")),
@@ -158,6 +163,32 @@ public struct WriteEvidenceStage: Stage {
             "software": .object(provenance.software.mapValues(JSONValue.string)),
             "spec": ["sha256": provenance.specFingerprint.map(JSONValue.string) ?? .null, "stages": provenance.spec?.objectValue?["stages"] ?? .null],
         ]
+    }
+
+    /// The window's span; for a report window also what was asked, the shortfall at the
+    /// recording's start, and the report ids it holds.
+    func windowJSON(_ window: AudioChunk, reported: InputFile.Window?, r: (Double) -> JSONValue) -> JSONValue {
+        var o: [String: JSONValue] = ["start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start)]
+        if let reported {
+            o["reportIds"] = .array(reported.reportIDs.map(JSONValue.string))
+            o["requestedSeconds"] = r(reported.seconds)
+            o["shortfallSeconds"] = r(reported.shortfall)
+            o["reportedMoment"] = r(reported.end)
+        }
+        return .object(o)
+    }
+
+    /// The part of a chunk inside a report window (the decoder starts a little early so filters settle).
+    static func trim(_ chunk: AudioChunk, to window: InputFile.Window) -> AudioChunk {
+        let rate = Double(chunk.format.sampleRate), channels = chunk.format.channels
+        let first = max(0, min(chunk.frames, Int(((window.start - chunk.start) * rate).rounded())))
+        let last = max(first, min(chunk.frames, Int(((window.end - chunk.start) * rate).rounded())))
+        guard first > 0 || last < chunk.frames else { return chunk }
+        var trimmed = chunk
+        trimmed.samples = Array(chunk.samples[first * channels..<last * channels])
+        trimmed.start = chunk.start + Double(first) / rate
+        trimmed.end = trimmed.start + Double(last - first) / rate
+        return trimmed
     }
 
     /// SHA-256 of the WAV's sample data (its data chunk), so the audio can be checked apart

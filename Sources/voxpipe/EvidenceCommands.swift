@@ -78,6 +78,10 @@ struct VerifyCommand: AsyncParsableCommand {
             if let track = report["track"]?.objectValue, let channel = track["channel"]?.numberValue {
                 item = item.forTrack(InputFile.Track(channel: Int(channel), name: track["name"]?.stringValue ?? "track", user: track["user"]?.stringValue))
             }
+            if let window = report["window"]?.objectValue, let ids = window["reportIds"]?.arrayValue?.compactMap(\.stringValue),
+               let end = window["reportedMoment"]?.numberValue, let seconds = window["requestedSeconds"]?.numberValue {
+                item = item.forWindow(InputFile.Window(name: bag.deletingLastPathComponent().lastPathComponent, reportIDs: ids, end: end, seconds: seconds))
+            }
             let out = work.appendingPathComponent("out")
             let options = RunOptions(outputDirectory: out, jobs: 1)
             let context = makeContext(plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: Logger(label: "voxpipe"))

@@ -67,7 +67,7 @@ import VoxCore
     }
 
     @Test func withoutFFmpegAnM4aFailsSayingToInstallIt() async throws {
-        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false, reportedSeatsOnly: false, sidecar: .optional), context: StageContext(logger: .init(label: "t")))
+        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false, reportedSeatsOnly: false, sidecar: .optional, windowSeconds: 300, debounceSeconds: 10), context: StageContext(logger: .init(label: "t")))
         let url = temporaryDirectory().appendingPathComponent("x.m4a")
         // A real m4a header (size, "ftyp", "M4A "), then bytes no decoder gets to see.
         try (Data([0, 0, 0, 0x1C]) + Data("ftypM4A ".utf8) + Data(repeating: 7, count: 1000)).write(to: url)
