@@ -24,6 +24,9 @@ public struct ItemManifest: Codable, Sendable, Equatable {
     public var finished: String
     public var seconds: Double
     public var audioSeconds: Double?
+    /// When `voxpipe prune` removed the item's outputs (ISO 8601). A pruned item whose input and
+    /// spec are unchanged is not redone: its outputs were removed on purpose.
+    public var pruned: String?
 }
 
 /// Decides, per item, whether a run must redo it, and records finished items.
@@ -82,6 +85,7 @@ public struct Ledger: Sendable {
         guard manifest.spec == fingerprint else { return .run(reason: "spec or voxpipe version changed") }
         guard let input = try? inputRecord(for: item, previous: manifest.input) else { return .run(reason: "input unreadable") }
         guard input.sha256 == manifest.input.sha256 else { return .run(reason: "input changed") }
+        if manifest.pruned != nil { return .skip(manifest) }
         for artifact in manifest.artifacts {
             guard let record = Self.fileStat(outputDirectory.appendingPathComponent(artifact.path)) else { return .run(reason: "output missing: \(artifact.path)") }
             guard record.bytes == artifact.bytes, record.modified == artifact.modified else { return .run(reason: "output changed: \(artifact.path)") }

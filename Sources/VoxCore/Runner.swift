@@ -153,7 +153,9 @@ public struct Runner: Sendable {
     }
 
     /// Why a skipped item was skipped.
-    public static let skipReason = "done before, outputs intact"
+    public static func skipReason(_ manifest: ItemManifest) -> String {
+        manifest.pruned.map { "done before, outputs pruned \($0)" } ?? "done before, outputs intact"
+    }
 
     /// Runs one item through every stage, each in its own task, commits its outputs only when
     /// all succeeded, then records it in the ledger. Skips it when the ledger says it is done.
@@ -168,7 +170,7 @@ public struct Runner: Sendable {
         switch options.decision(for: item) {
         case .skip(let manifest):
             let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
-            return ItemResult(item: item, status: .skipped, reason: Self.skipReason, artifacts: artifacts, audioSeconds: manifest.audioSeconds)
+            return ItemResult(item: item, status: .skipped, reason: Self.skipReason(manifest), artifacts: artifacts, audioSeconds: manifest.audioSeconds)
         case .run(let why):
             reason = why
         }

@@ -152,8 +152,8 @@ struct RunCommand: AsyncParsableCommand {
             for item in parts {
                 count += 1
                 switch options.decision(for: item) {
-                case .skip:
-                    lines.append("skip  \(item.displayName) → \(item.outputName)/ (\(Runner.skipReason))")
+                case .skip(let manifest):
+                    lines.append("skip  \(item.displayName) → \(item.outputName)/ (\(Runner.skipReason(manifest)))")
                 case .run(let reason):
                     runs += 1
                     lines.append("run   \(item.displayName) → \(item.outputName)/ (\(reason)): \(outputs.joined(separator: ", "))")

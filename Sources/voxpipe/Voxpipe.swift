@@ -15,7 +15,7 @@ struct Voxpipe: AsyncParsableCommand {
         75 output folder locked (try later); 130/143 stopped by SIGINT/SIGTERM.
         """,
         version: voxpipeVersion,
-        subcommands: [RunCommand.self, CheckCommand.self, ValidateCommand.self, StagesCommand.self, SchemaCommand.self, VerifyCommand.self, JoinCommand.self]
+        subcommands: [RunCommand.self, CheckCommand.self, ValidateCommand.self, PruneCommand.self, StagesCommand.self, SchemaCommand.self, VerifyCommand.self, JoinCommand.self]
     )
 }
 

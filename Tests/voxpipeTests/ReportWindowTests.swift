@@ -79,4 +79,48 @@ import VoxTestSupport
         #expect(window["reportIds"] as? [String] == ["T-1", "T-2"] && window["end"] as? Double == 1803 && window["start"] as? Double == 1503)
         #expect(try String(contentsOf: folded.appendingPathComponent("bag-info.txt"), encoding: .utf8).contains("External-Identifier: T-1, T-2\n"))
     }
+
+    @Test func pruneRemovesOldItemsWholeKeepsHeldAndNewOnesAndARunAfterRedoesNothing() throws {
+        let dir = temporaryDirectory()
+        let input = try upload(in: dir, reports: #"""
+            {"reportId": "OLD", "reportedUser": "bob", "offsetSeconds": 600},
+            {"reportId": "HELD", "reportedUser": "bob", "offsetSeconds": 1800, "legalHold": true},
+            {"reportId": "NEW", "reportedUser": "bob", "offsetSeconds": 3000}
+            """#)
+        let out = dir.appendingPathComponent("out")
+        #expect(try voxpipe(["run", spec, input.path, "-o", out.path]).status == 0)
+        let items = out.appendingPathComponent("upload/channel0")
+        // OLD and HELD finished long ago.
+        for id in ["OLD", "HELD"] {
+            let manifest = items.appendingPathComponent("\(id)/voxpipe.manifest.json")
+            var object = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: manifest)) as? [String: Any])
+            object["finished"] = "2020-01-01T00:00:00Z"
+            try JSONSerialization.data(withJSONObject: object).write(to: manifest)
+        }
+        let dry = try voxpipe(["prune", out.path, "--older-than", "30d", "--dry-run"])
+        #expect(dry.status == 0 && dry.stdout.contains("would prune upload/channel0/OLD (finished 2020-01-01T00:00:00Z, "))
+        #expect(FileManager.default.fileExists(atPath: items.appendingPathComponent("OLD/evidence/bagit.txt").path))
+
+        let prune = try voxpipe(["prune", out.path, "--older-than", "30d"])
+        #expect(prune.status == 0)
+        #expect(prune.stdout.contains("pruned upload/channel0/OLD") && prune.stdout.contains("held    upload/channel0/HELD (legal hold)"))
+        #expect(prune.stderr.contains("in 1 item; 1 on legal hold, 1 newer than 30d"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: items.appendingPathComponent("OLD").path) == ["voxpipe.manifest.json"])
+        #expect(try voxpipe(["verify", items.appendingPathComponent("HELD").path, items.appendingPathComponent("NEW").path]).status == 0)
+
+        // The same inputs again: nothing is redone, the pruned item included.
+        let rerun = try voxpipe(["run", spec, input.path, "-o", out.path])
+        #expect(rerun.status == 0 && rerun.stderr.contains("3 items: 0 done, 3 skipped, 0 failed"), "\(rerun.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: items.appendingPathComponent("OLD").path) == ["voxpipe.manifest.json"])
+
+        // Never beside a run on the same folder.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = ["-x", out.appendingPathComponent(".voxpipe.lock").path, "sleep", "5"]
+        try holder.run()
+        defer { holder.terminate() }
+        Thread.sleep(forTimeInterval: 0.5)
+        let locked = try voxpipe(["prune", out.path, "--older-than", "0s"])
+        #expect(locked.status == 75 && locked.stderr.hasPrefix("voxpipe: error: another voxpipe run is using \(out.path)"))
+    }
 }
