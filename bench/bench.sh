@@ -338,3 +338,21 @@ JSON
 plain=$(measure "$BIN" run Pipelines/lesson-tutor-text.json "$C12/lessons" -o "$C12/o1" --force)
 checked=$(measure "$BIN" run Pipelines/lesson-tutor-text.json "$C12/lessons" -o "$C12/o2" --force --check "$C12/suite.check.json")
 echo "run ${plain% *}s, run --check ${checked% *}s (400 expectations + budget): overhead $(awk "BEGIN{printf \"%.1f%%\", (${checked% *} / ${plain% *} - 1) * 100}")"
+
+# --- evidence at the reported moment (issue 15) ----------------------------------------------
+echo
+echo "== evidence for a report at minute 30 of a 60-minute upload vs at minute 5 of a 5-minute one (target: < 1.5x)"
+E15=$W/windows; rm -rf "$E15"; mkdir -p "$E15/in60" "$E15/in5" "$E15/in60f"
+sox "$W/long60.wav" "$E15/in5/upload.wav" trim 0 300
+ln -sf "$W/long60.wav" "$E15/in60/upload.wav"
+[ -f "$W/long60.flac" ] || sox "$W/long60.wav" "$W/long60.flac"
+ln -sf "$W/long60.flac" "$E15/in60f/upload.flac"
+echo '{"reports": [{"reportId": "R-30", "reportedUser": "bob", "offsetSeconds": 1800}]}' > "$E15/in60/upload.json"
+cp "$E15/in60/upload.json" "$E15/in60f/upload.json"
+echo '{"reports": [{"reportId": "R-5", "reportedUser": "bob", "offsetSeconds": 300}]}' > "$E15/in5/upload.json"
+# The bag without the copy of the upload (a 60-minute copy costs what copying 60 minutes costs).
+sed 's/"organization": "Trust & Safety"/"organization": "Trust \& Safety", "original": false/' Pipelines/moderation-evidence.json > "$E15/spec.json"
+t5=$(measure "$BIN" run "$E15/spec.json" "$E15/in5" -o "$E15/o5" --force)
+t60=$(measure "$BIN" run "$E15/spec.json" "$E15/in60" -o "$E15/o60" --force)
+t60f=$(measure "$BIN" run "$E15/spec.json" "$E15/in60f" -o "$E15/o60f" --force)
+echo "minute 5 of 5 (WAV): ${t5% *}s; minute 30 of 60: WAV ${t60% *}s (ratio $(ratio "${t60% *}" "${t5% *}")), FLAC ${t60f% *}s (ratio $(ratio "${t60f% *}" "${t5% *}")); peak RSS ${t5#* } / ${t60#* } / ${t60f#* } KiB"
