@@ -119,7 +119,8 @@ import VoxTestSupport
         holder.arguments = ["-x", out.appendingPathComponent(".voxpipe.lock").path, "sleep", "5"]
         try holder.run()
         defer { holder.terminate() }
-        Thread.sleep(forTimeInterval: 0.5)
+        // Wait until flock holds it (a second flock -n then fails), not for a fixed time.
+        while try run("/usr/bin/flock", ["-n", out.appendingPathComponent(".voxpipe.lock").path, "true"]).status == 0 {}
         let locked = try voxpipe(["prune", out.path, "--older-than", "0s"])
         #expect(locked.status == 75 && locked.stderr.hasPrefix("voxpipe: error: another voxpipe run is using \(out.path)"))
     }
