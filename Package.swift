@@ -11,6 +11,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "voxpipe", targets: ["voxpipe"]),
+        // The stage modules, for the fuzzing package beside this one (Fuzz/, `make fuzz`).
+        .library(name: "VoxpipeModules", targets: ["VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
