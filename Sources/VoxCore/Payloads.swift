@@ -112,10 +112,14 @@ public struct ReportSidecar: Sendable, Equatable {
     public var reportedAt: String? { fields["reportedAt"]?.stringValue }
 
     /// Channel index → user: `"seats": {"0": "alice", "3": "bob"}` or `"seats": ["alice", "bob"]`.
+    /// Only keys written as channel numbers count ("3", not "03", "+3" or "-0"), so no two keys
+    /// name the same channel.
     public var seats: [Int: String] {
         switch fields["seats"] {
         case .object(let map)?:
-            return Dictionary(uniqueKeysWithValues: map.compactMap { key, value in Int(key).flatMap { k in value.stringValue.map { (k, $0) } } })
+            return Dictionary(uniqueKeysWithValues: map.compactMap { key, value in
+                Int(key).flatMap { k in k >= 0 && String(k) == key ? value.stringValue.map { (k, $0) } : nil }
+            })
         case .array(let list)?:
             return Dictionary(uniqueKeysWithValues: list.enumerated().compactMap { i, value in value.stringValue.map { (i, $0) } })
         default:

@@ -24,7 +24,8 @@ public enum BagIt {
         }
         try AtomicFile.writeFile(Data(declaration.utf8), to: bag.appendingPathComponent("bagit.txt"))
         let oxum = ("Payload-Oxum", "\(totalBytes).\(payload.count)")
-        let infoText = (info + [oxum]).map { "\($0.0): \($0.1)\n" }.joined()
+        // One line per element: a line break in a value (a report id) would start a line of its own.
+        let infoText = (info + [oxum]).map { "\($0.0): \(oneLine($0.1))\n" }.joined()
         try AtomicFile.writeFile(Data(infoText.utf8), to: bag.appendingPathComponent("bag-info.txt"))
         for (name, _) in payloadManifests {
             try AtomicFile.writeFile(Data(((lines[name] ?? []).joined(separator: "\n") + (payload.isEmpty ? "" : "\n")).utf8), to: bag.appendingPathComponent(name))

@@ -96,3 +96,10 @@ public func wordErrorRate(reference: String, hypothesis: String) -> Double {
     }
     return Double(previous[h.count]) / Double(r.count)
 }
+
+/// An input the fuzzer (`make fuzz`) found or that fuzzing work turned up: a file under
+/// Tests/Fixtures/fuzz-regressions/<target>/, fed to the public API by a regression test.
+public func fuzzRegression(_ target: String, _ name: String) -> URL {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/fuzz-regressions/\(target)/\(name)")
+}
