@@ -64,9 +64,14 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
         return (format ?? Self.pcmFormat, samples)
     }
 
+    /// The rates a WAV answer may have: those write-wav writes. A header claiming 1 Hz would
+    /// otherwise turn a few bytes into minutes of 48 kHz audio downstream.
+    static let wavRates = 8000...192_000
+
     /// Reads a speech answer in the `response_format` asked for: `pcm` is raw 24 kHz mono
-    /// 16-bit little-endian, anything else a 16-bit PCM WAV. Throws
-    /// `HTTPError(.invalidResponse)` when the body is not such audio.
+    /// 16-bit little-endian, anything else a mono 16-bit PCM WAV at 8–192 kHz (the stage
+    /// promises mono at the answer's rate). Throws `HTTPError(.invalidResponse)` when the body
+    /// is not such audio.
     public static func decode(_ body: Data, format: String) throws -> (format: AudioFormat, samples: [Float]) {
         if format == "pcm" {
             let count = body.count / 2
@@ -76,6 +81,9 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
         }
         guard let decoded = WAVData.decodePCM16(body) else {
             throw HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (\(body.count) bytes)")
+        }
+        guard decoded.format.channels == 1, wavRates.contains(decoded.format.sampleRate) else {
+            throw HTTPError(.invalidResponse, "the speech answer is \(decoded.format); expected mono at 8–192 kHz")
         }
         return decoded
     }
