@@ -81,6 +81,24 @@ import VoxCore
         }
     }
 
+    /// ffprobe's answer for a file declaring more frames than 64 bits hold (a fixture in
+    /// Tests/Fixtures/fuzz-regressions/decode/, given by a stand-in ffprobe): the length was
+    /// converted with a trap; now it is unknown, and the file decodes (to nothing, here).
+    @Test func aLengthBeyond64BitsFromFFprobeIsUnknownNotACrash() async throws {
+        let dir = temporaryDirectory()
+        let url = dir.appendingPathComponent("x.m4a")
+        try (Data([0, 0, 0, 0x1C]) + Data("ftypM4A ".utf8) + Data(repeating: 7, count: 1000)).write(to: url)
+        let ffprobe = dir.appendingPathComponent("ffprobe"), ffmpeg = dir.appendingPathComponent("ffmpeg")
+        try Data("#!/bin/sh\ncat '\(fuzzRegression("decode", "ffprobe-duration-beyond-64-bits.txt").path)'\n".utf8).write(to: ffprobe)
+        try Data("#!/bin/sh\nexit 0\n".utf8).write(to: ffmpeg)
+        for tool in [ffprobe, ffmpeg] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tool.path) }
+        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false, reportedSeatsOnly: false, sidecar: .optional), context: StageContext(logger: .init(label: "t"), specDirectory: URL(fileURLWithPath: "/")))
+        let source = try stage.open(url, tools: (ffmpeg, ffprobe))
+        #expect(source.format == AudioFormat(sampleRate: 768000, channels: 1))
+        #expect(source.frames == nil)
+        #expect(try source.read(1024).isEmpty)
+    }
+
     @Test func anEmptyFileIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("empty.wav")
         try Data().write(to: url)
