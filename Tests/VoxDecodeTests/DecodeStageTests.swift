@@ -99,6 +99,19 @@ import VoxCore
         #expect(try source.read(1024).isEmpty)
     }
 
+    /// A float WAV the fuzzer made (Tests/Fixtures/fuzz-regressions/decode/): samples of 7e31
+    /// decode as they are, and turning them into 16-bit PCM for an upload (the OpenAI
+    /// transcriber, pocketsphinx) trapped; they clip to full scale now, NaN to silence.
+    @Test func floatSamplesBeyond16BitsClipInsteadOfCrashing() async throws {
+        let (blocks, _) = try await decodeBlocks(fuzzRegression("decode", "float-samples-beyond-16-bits.wav"))
+        let samples = blocks.flatMap(\.samples)
+        #expect(samples.contains { $0 > 1e30 })
+        let wav = try #require(WAVData.decodePCM16(WAVData.pcm16(samples, format: AudioFormat(sampleRate: 8000, channels: 1))))
+        #expect(wav.samples.count == samples.count)
+        #expect(wav.samples.max() == Float(32767) / 32768)
+        #expect([Float.nan, .infinity, -.infinity, 7e31, -7e31, 0.5].map(WAVData.int16) == [0, 32767, -32768, 32767, -32768, 16384])
+    }
+
     @Test func anEmptyFileIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("empty.wav")
         try Data().write(to: url)

@@ -29,7 +29,8 @@ func makeRegistry(root: URL) throws -> StageRegistry {
 
 /// 1. `decode`: the bytes are an upload, read by the decode stage as `voxpipe run` reads it
 /// (libsndfile; the ffmpeg fallback is off: it is another program's parser, and a process per
-/// input would leave no time for the rest).
+/// input would leave no time for the rest). The samples then go up as a 16-bit WAV, as the
+/// OpenAI transcriber sends a chunk: a float file's samples are whatever its bytes say.
 struct DecodeTarget: FuzzTarget {
     let workspace: URL
 
@@ -56,7 +57,8 @@ struct DecodeTarget: FuzzTarget {
         defer { try? FileManager.default.removeItem(at: url) }
         let harness = try StageHarness(DecodeStage.self, options: ["fallback": "none", "blockFrames": 4096],
                                        item: InputFile(url: url, relativePath: url.lastPathComponent, outputName: "upload"))
-        _ = try blocking { try await harness.run([harness.item], commit: false) }
+        let blocks = try blocking { try await harness.run([harness.item], commit: false).outputs }
+        for block in blocks where block.format.channels > 0 { _ = WAVData.pcm16(block.samples, format: block.format) }
     }
 }
 
