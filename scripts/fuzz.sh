@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make fuzz`: builds the fuzzer (Fuzz/, libFuzzer + AddressSanitizer, release) and runs each
-# target over its seeds (Tests/Fuzz/Seeds/<target>/) for a fixed number of inputs, so the count
-# is the same on any machine: 0 crashes, 0 inputs over 10 s, at most 2 GB resident. One summary
-# line per target. Findings (crash-*, timeout-*, oom-* inputs), logs and the grown corpora go
+# target over its seeds (Tests/Fuzz/Seeds/<target>/; upload uses decode's) for a fixed number
+# of inputs, so the count is the same on any machine: 0 crashes, 0 inputs over 10 s, at most
+# 2 GB resident. One summary line per target. Findings (crash-*, timeout-*, oom-* inputs), logs and the grown corpora go
 # to $FUZZ_OUT; a finding becomes a fixture under Tests/Fixtures/fuzz-regressions/<target>/.
 #
 #   scripts/fuzz.sh [TARGET...]        default: every target
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-all=(decode sidecar spec rules bagit chunks http ledger)
+all=(decode upload sidecar spec rules bagit chunks http ledger)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 runs=${FUZZ_RUNS:-12000}
@@ -44,16 +44,18 @@ for target in "${targets[@]}"; do
   dir=$out/$target
   rm -rf "$dir"
   mkdir -p "$dir/corpus"
+  seeds=Tests/Fuzz/Seeds/$target
+  [ "$target" != upload ] || seeds=Tests/Fuzz/Seeds/decode
   dict=()
   case $target in
-    decode) ;;
+    decode | upload) ;;
     spec) dict=(-dict="$out/spec.dict") ;;
     *) dict=(-dict=Tests/Fuzz/fuzz.dict) ;;
   esac
   start=$(date +%s)
   status=0
   VOXFUZZ_TARGET=$target VOXFUZZ_ROOT=$root "$bin" -runs="$runs" -seed="$seed" -timeout=10 -rss_limit_mb=2048 \
-    -detect_leaks=0 -print_final_stats=1 -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "Tests/Fuzz/Seeds/$target" \
+    -detect_leaks=0 -print_final_stats=1 -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "$seeds" \
     > "$dir/log" 2>&1 || status=$?
   seconds=$(( $(date +%s) - start ))
   executed=$(grep -m1 '^stat::number_of_executed_units' "$dir/log" | awk '{print $2}')

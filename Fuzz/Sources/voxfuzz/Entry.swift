@@ -22,11 +22,12 @@ extension FuzzTarget {
 }
 
 /// Every target by name.
-let targetNames = ["decode", "sidecar", "spec", "rules", "bagit", "chunks", "http", "ledger"]
+let targetNames = ["decode", "upload", "sidecar", "spec", "rules", "bagit", "chunks", "http", "ledger"]
 
 func makeTarget(_ name: String, workspace: URL, root: URL) throws -> any FuzzTarget {
     switch name {
     case "decode": return DecodeTarget(workspace: workspace)
+    case "upload": return try UploadTarget(workspace: workspace, root: root)
     case "sidecar": return try SidecarTarget(workspace: workspace, root: root)
     case "spec": return try SpecTarget(workspace: workspace, root: root)
     case "rules": return RulesTarget(workspace: workspace)

@@ -62,6 +62,51 @@ struct DecodeTarget: FuzzTarget {
     }
 }
 
+/// 1b. `upload`: the bytes are an upload run through a whole spec: decoded, resampled to 16 kHz
+/// for voice turns written as WAVs, and to 48 kHz for an evidence bag (which must verify), so
+/// whatever rate, channels and samples a header declares reach every stage after the decoder.
+/// Uploads are held to 3.6 s (maxHours 0.001), or a header saying 1 Hz would make each input
+/// hours of 48 kHz audio.
+struct UploadTarget: FuzzTarget {
+    let workspace: URL
+    let runner: Runner
+    let output: URL
+
+    static let spec = #"""
+    {"name": "fuzz-upload", "stages": [
+      {"id": "decode", "kind": "decode", "fallback": "none", "maxHours": 0.001, "sidecar": "ignore"},
+      {"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},
+      {"id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 2},
+      {"id": "turn", "kind": "write-wav"},
+      {"id": "mono48k", "kind": "resample", "from": "decode", "rate": 48000, "channels": 1},
+      {"id": "tail", "kind": "chunk", "mode": "tail", "seconds": 1},
+      {"id": "evidence", "kind": "write-evidence"}
+    ]}
+    """#
+
+    init(workspace: URL, root: URL) throws {
+        self.workspace = workspace
+        let plan = try Planner.plan(data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
+        let output = workspace.appendingPathComponent("out")
+        self.output = output
+        let context = StageContext(logger: Logger(label: "voxfuzz"), specDirectory: workspace, rateConversion: SoxrRateConversion(),
+                                   spec: plan.spec, specFingerprint: "fuzz", versions: ["voxpipe": "fuzz"])
+        runner = try blocking { try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context) }
+    }
+
+    func run(_ data: Data) throws {
+        let url = workspace.appendingPathComponent("upload.\(DecodeTarget.fileExtension(data))")
+        try data.write(to: url)
+        defer { try? FileManager.default.removeItem(at: url); try? FileManager.default.removeItem(at: output) }
+        let runner = self.runner
+        let result = try blocking { await runner.process(InputFile(url: url, relativePath: url.lastPathComponent, outputName: "upload")) }
+        for path in result.artifacts.map(\.path) where path.hasSuffix("/bagit.txt") {
+            let problems = BagIt.verify(bag: output.appendingPathComponent(path).deletingLastPathComponent())
+            guard problems.isEmpty else { throw VoxError(.internal, "the bag does not verify: \(problems.joined(separator: "; "))") }
+        }
+    }
+}
+
 /// 2. `sidecar`: the bytes are an upload's report sidecar `X.json`, beside a short stereo WAV,
 /// through moderation-evidence's pipeline (split per seat, evidence bag): the sidecar decides
 /// the tracks, and its fields go into report.json and bag-info.txt.
