@@ -11,6 +11,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "voxpipe", targets: ["voxpipe"]),
+        // The stage modules, for the fuzzing package beside this one (Fuzz/, `make fuzz`).
+        .library(name: "VoxpipeModules", targets: ["VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxStages"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -42,8 +44,9 @@ let package = Package(
         .target(name: "VoxSynthesize", dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
         .target(name: "VoxCheck", dependencies: ["VoxCore", "VoxDecode"]),
+        .target(name: "VoxStages", dependencies: ["VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite"]),
         .executableTarget(name: "voxpipe", dependencies: [
-            "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite", "VoxCheck",
+            "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxStages",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

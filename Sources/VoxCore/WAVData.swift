@@ -11,13 +11,15 @@ public enum WAVData {
         var d = Data("RIFF".utf8) + le32(36 + dataBytes) + Data("WAVE".utf8)
         d += Data("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate) + le32(rate * UInt32(channels) * 2) + le16(channels * 2) + le16(16)
         d += Data("data".utf8) + le32(dataBytes)
-        // Clipped as floats: Int(_:) traps on NaN, infinities and values beyond Int's range.
-        var pcm = samples.map { x -> Int16 in
-            let scaled = (x * 32767).rounded()
-            return Int16(scaled.isNaN ? 0 : min(max(scaled, -32768), 32767)).littleEndian
-        }
+        var pcm = samples.map { int16($0).littleEndian }
         d += pcm.withUnsafeMutableBytes { Data($0) }
         return d
+    }
+
+    /// A sample as 16-bit PCM: scaled, clipped to full scale, NaN as silence. A float file's
+    /// samples are whatever its bytes say (7e31, ±inf, NaN), and none may trap.
+    public static func int16(_ sample: Float) -> Int16 {
+        sample.isNaN ? 0 : Int16(min(max(sample * 32767, -32768), 32767).rounded())
     }
 
     /// Reads a 16-bit PCM WAV; nil when it is not one.

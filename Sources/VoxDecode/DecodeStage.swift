@@ -289,7 +289,9 @@ public struct DecodeStage: Stage {
             } catch let ffmpegError as DecodeError {
                 throw DecodeError(.unreadable, "unsupported or damaged audio file (\(ffmpegError.message); libsndfile: \(error.message))")
             }
-            let frames = reader.duration.map { Int64(($0 * Double(reader.format.sampleRate)).rounded()) }
+            // ffprobe reports what the file declares: a length beyond 64 bits of frames (or not
+            // finite) is unknown, not a trap.
+            let frames = reader.duration.flatMap { Int64(exactly: ($0 * Double(reader.format.sampleRate)).rounded()) }
             return Source(format: reader.format, frames: frames, read: { try reader.read(maxFrames: $0) }, seek: nil)
         }
     }

@@ -11,10 +11,14 @@ public struct ReportSidecar: Sendable, Equatable {
     public var reportedAt: String? { fields["reportedAt"]?.stringValue }
 
     /// Channel index → user: `"seats": {"0": "alice", "3": "bob"}` or `"seats": ["alice", "bob"]`.
+    /// Only keys written as channel numbers count ("3", not "03", "+3" or "-0"), so no two keys
+    /// name the same channel.
     public var seats: [Int: String] {
         switch fields["seats"] {
         case .object(let map)?:
-            return Dictionary(uniqueKeysWithValues: map.compactMap { key, value in Int(key).flatMap { k in value.stringValue.map { (k, $0) } } })
+            return Dictionary(uniqueKeysWithValues: map.compactMap { key, value in
+                Int(key).flatMap { k in k >= 0 && String(k) == key ? value.stringValue.map { (k, $0) } : nil }
+            })
         case .array(let list)?:
             return Dictionary(uniqueKeysWithValues: list.enumerated().compactMap { i, value in value.stringValue.map { (i, $0) } })
         default:
@@ -43,10 +47,15 @@ public struct ReportSidecar: Sendable, Equatable {
         return list.enumerated().map { i, r in
             var merged = fields.filter { $0.key != "reports" && $0.key != "seats" }
             merged.merge(r) { _, b in b }
-            let id = merged["reportId"].flatMap { $0.stringValue ?? $0.numberValue.map { String(Int64($0)) } } ?? "report\(i + 1)"
+            let id = merged["reportId"].flatMap { $0.stringValue ?? $0.numberValue.map(Self.idText) } ?? "report\(i + 1)"
             return Report(id: id, reportedUser: merged["reportedUser"]?.stringValue, moment: Self.moment(merged),
                           seconds: merged["seconds"]?.numberValue, legalHold: merged["legalHold"]?.boolValue ?? false, fields: r)
         }
+    }
+
+    /// A numeric report id as text: whole numbers without ".0" (any size: no trap beyond 64 bits).
+    static func idText(_ number: Double) -> String {
+        number.isFinite && number.rounded() == number && abs(number) < 9e15 ? String(Int64(number)) : String(number)
     }
 
     /// Whether any report is on legal hold.

@@ -70,7 +70,13 @@ public struct OpenAIReplier: ReplyProvider, ProviderKind {
         if let t = settings.temperature { body["temperature"] = t }
         if let m = settings.maxTokens { body["max_tokens"] = m }
         if let s = settings.seed { body["seed"] = s }
-        let object = try OpenAIConnection.object(try await connection.postJSON("chat/completions", body))
+        return try Self.parse(try await connection.postJSON("chat/completions", body))
+    }
+
+    /// Reads a chat-completions answer: `choices[0].message.content`, trimmed; nil when it is
+    /// empty. Throws `HTTPError(.invalidResponse)` when the body is not such an answer.
+    public static func parse(_ response: HTTPResponse) throws -> String? {
+        let object = try OpenAIConnection.object(response)
         guard let choices = object["choices"] as? [[String: Any]], let message = choices.first?["message"] as? [String: Any],
               let content = message["content"] as? String else {
             throw HTTPError(.invalidResponse, "the chat answer has no choices[0].message.content")

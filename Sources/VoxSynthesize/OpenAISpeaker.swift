@@ -56,23 +56,35 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
         for piece in TextPieces.split(text, maxCharacters: Self.maxCharacters) {
             var body: [String: Any] = ["model": settings.model, "voice": settings.voice, "input": piece, "response_format": settings.format]
             if let speed = settings.speed { body["speed"] = speed }
-            let response = try await connection.postJSON("audio/speech", body)
-            let audio: (format: AudioFormat, samples: [Float])
-            if settings.format == "pcm" {
-                let count = response.body.count / 2
-                audio = (Self.pcmFormat, response.body.withUnsafeBytes { raw in
-                    (0..<count).map { Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self))) / 32768 }
-                })
-            } else {
-                guard let decoded = WAVData.decodePCM16(response.body) else {
-                    throw HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (\(response.body.count) bytes)")
-                }
-                audio = decoded
-            }
+            let audio = try Self.decode(try await connection.postJSON("audio/speech", body).body, format: settings.format)
             if let format, format != audio.format { throw HTTPError(.invalidResponse, "the server changed audio format between pieces") }
             format = audio.format
             samples += audio.samples
         }
         return (format ?? Self.pcmFormat, samples)
+    }
+
+    /// The rates a WAV answer may have: those write-wav writes. A header claiming 1 Hz would
+    /// otherwise turn a few bytes into minutes of 48 kHz audio downstream.
+    static let wavRates = 8000...192_000
+
+    /// Reads a speech answer in the `response_format` asked for: `pcm` is raw 24 kHz mono
+    /// 16-bit little-endian, anything else a mono 16-bit PCM WAV at 8–192 kHz (the stage
+    /// promises mono at the answer's rate). Throws `HTTPError(.invalidResponse)` when the body
+    /// is not such audio.
+    public static func decode(_ body: Data, format: String) throws -> (format: AudioFormat, samples: [Float]) {
+        if format == "pcm" {
+            let count = body.count / 2
+            return (pcmFormat, body.withUnsafeBytes { raw in
+                (0..<count).map { Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self))) / 32768 }
+            })
+        }
+        guard let decoded = WAVData.decodePCM16(body) else {
+            throw HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (\(body.count) bytes)")
+        }
+        guard decoded.format.channels == 1, wavRates.contains(decoded.format.sampleRate) else {
+            throw HTTPError(.invalidResponse, "the speech answer is \(decoded.format); expected mono at 8–192 kHz")
+        }
+        return decoded
     }
 }

@@ -83,6 +83,13 @@ public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unch
         if let prompt = settings.prompt { fields.append(("prompt", prompt)) }
         if let temperature = settings.temperature { fields.append(("temperature", String(temperature))) }
         let response = try await connection.postMultipart("audio/transcriptions", fields: fields, fileField: "file", fileName: "chunk.wav", contentType: "audio/wav", file: wav)
+        return try Self.parse(response, offset: offset)
+    }
+
+    /// Reads a `verbose_json` (or plain `json`) transcription answer: the text, the words with
+    /// their times moved by `offset` seconds, and the detected language. Throws
+    /// `HTTPError(.invalidResponse)` when the body is not such an answer.
+    public static func parse(_ response: HTTPResponse, offset: Double) throws -> (text: String, words: [Word], language: String?) {
         let object = try OpenAIConnection.object(response)
         guard let text = object["text"] as? String else { throw HTTPError(.invalidResponse, "the transcription has no \"text\"") }
         let words = (object["words"] as? [[String: Any]] ?? []).compactMap { w -> Word? in

@@ -132,7 +132,7 @@ final class PocketSphinxDecoder {
         guard chunk.format == AudioFormat(sampleRate: 16000, channels: 1) else {
             throw TranscribeError(.decodeFailed, "pocketsphinx takes 16 kHz mono, got \(chunk.format)")
         }
-        let pcm = chunk.samples.map { Int16(clamping: Int(($0 * 32767).rounded())) }
+        let pcm = chunk.samples.map(WAVData.int16)
         guard ps_start_utt(ps) == 0 else { throw TranscribeError(.decodeFailed, "pocketsphinx could not start an utterance") }
         var status: Int32 = 0
         pcm.withUnsafeBufferPointer { buffer in

@@ -24,7 +24,8 @@ public enum BagIt {
         }
         try AtomicFile.writeFile(Data(declaration.utf8), to: bag.appendingPathComponent("bagit.txt"))
         let oxum = ("Payload-Oxum", "\(totalBytes).\(payload.count)")
-        let infoText = (info + [oxum]).map { "\($0.0): \($0.1)\n" }.joined()
+        // One line per element: a line break in a value (a report id) would start a line of its own.
+        let infoText = (info + [oxum]).map { "\($0.0): \(oneLine($0.1))\n" }.joined()
         try AtomicFile.writeFile(Data(infoText.utf8), to: bag.appendingPathComponent("bag-info.txt"))
         for (name, _) in payloadManifests {
             try AtomicFile.writeFile(Data(((lines[name] ?? []).joined(separator: "\n") + (payload.isEmpty ? "" : "\n")).utf8), to: bag.appendingPathComponent(name))
@@ -67,6 +68,7 @@ public enum BagIt {
         // Tag files: all listed in the tag manifest, with matching checksums, and nothing extra.
         if let entries = manifest(bag.appendingPathComponent(tagManifest.name)) {
             for (hex, path) in entries {
+                guard isInside(path) else { problems.append("\(path): listed in \(tagManifest.name) but outside the bag"); continue }
                 guard let actual = try? Digest.hexOfFile(at: bag.appendingPathComponent(path), tagManifest.algorithm).hex else {
                     problems.append("\(path): listed in \(tagManifest.name) but missing"); continue
                 }
@@ -102,6 +104,12 @@ public enum BagIt {
             entries.append((String(parts[0]), decode(parts[1].trimmingCharacters(in: .whitespaces))))
         }
         return entries
+    }
+
+    /// Whether a manifest path names a file inside the bag: relative, no `..` (RFC 8493 §2.1.3),
+    /// so verifying a bag never reads files elsewhere (`../../dev/zero`).
+    static func isInside(_ path: String) -> Bool {
+        !path.hasPrefix("/") && !path.contains("\0") && !path.split(separator: "/").contains("..")
     }
 
     /// RFC 8493 §2.1.3: CR, LF and % in manifest paths are percent-encoded.

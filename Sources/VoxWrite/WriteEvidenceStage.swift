@@ -205,7 +205,9 @@ public struct WriteEvidenceStage: Stage {
         throw WriteError(.writeFailed, "evidence.wav has no data chunk")
     }
 
+    /// A report field as bag-info text: a string as it is, a whole number without a fraction
+    /// (one too large for 64 bits as the number it is).
     static func text(_ value: JSONValue) -> String {
-        value.stringValue ?? value.numberValue.map { $0.rounded() == $0 ? String(Int64($0)) : String($0) } ?? ""
+        value.stringValue ?? value.numberValue.map { Int64(exactly: $0).map(String.init) ?? String($0) } ?? ""
     }
 }

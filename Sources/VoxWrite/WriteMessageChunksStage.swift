@@ -91,7 +91,9 @@ public struct WriteMessageChunksStage: Stage {
     }
 
     /// Reassembles the file an index describes from the parts beside it; every problem names
-    /// its part. Returns the bytes when all parts and the whole match.
+    /// its part. Returns the bytes when all parts and the whole match. A part is a file name
+    /// beside the index, listed once: an index cannot make join read other files (`../x`,
+    /// `/dev/zero`) or one part over and over.
     public static func join(index url: URL) throws -> (index: Index, data: Data) {
         let index: Index
         do {
@@ -103,7 +105,12 @@ public struct WriteMessageChunksStage: Stage {
         var problems: [String] = []
         var data = Data()
         if index.count != index.parts.count { problems.append("index: count \(index.count) but \(index.parts.count) parts listed") }
+        var listed: Set<String> = []
         for part in index.parts {
+            guard !part.file.isEmpty, part.file != ".", part.file != "..", !part.file.contains("/"), !part.file.contains("\0") else {
+                problems.append("\(part.file): not a file name beside the index"); continue
+            }
+            guard listed.insert(part.file).inserted else { problems.append("\(part.file): listed twice"); continue }
             guard let bytes = FileManager.default.contents(atPath: folder.appendingPathComponent(part.file).path) else {
                 problems.append("\(part.file): missing"); continue
             }

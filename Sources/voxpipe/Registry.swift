@@ -5,27 +5,13 @@ import VoxCore
 import VoxDecode
 import VoxReply
 import VoxResample
+import VoxStages
 import VoxSynthesize
 import VoxTranscribe
 import VoxWrite
 
-/// Every stage kind voxpipe knows. A new stage kind is one module and one line here.
-func makeRegistry() -> StageRegistry {
-    StageRegistry([
-        StageKind(DecodeStage.self),
-        StageKind(ReadTextStage.self),
-        StageKind(ResampleStage.self),
-        StageKind(ChunkStage.self),
-        StageKind(TranscribeStage.self),
-        StageKind(ReplyStage.self),
-        StageKind(SynthesizeStage.self),
-        StageKind(WriteWAVStage.self),
-        StageKind(WriteTranscriptStage.self),
-        StageKind(WriteRepliesStage.self),
-        StageKind(WriteEvidenceStage.self),
-        StageKind(WriteMessageChunksStage.self),
-    ])
-}
+/// Every stage kind voxpipe knows (VoxStages holds the list).
+func makeRegistry() -> StageRegistry { StageRegistry(voxpipeStageKinds) }
 
 /// What every stage gets: the logger, libsoxr for rate conversion on the
 /// side, the spec and its fingerprint and the library versions for provenance.

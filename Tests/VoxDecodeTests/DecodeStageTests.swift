@@ -81,6 +81,37 @@ import VoxCore
         }
     }
 
+    /// ffprobe's answer for a file declaring more frames than 64 bits hold (a fixture in
+    /// Tests/Fixtures/fuzz-regressions/decode/, given by a stand-in ffprobe): the length was
+    /// converted with a trap; now it is unknown, and the file decodes (to nothing, here).
+    @Test func aLengthBeyond64BitsFromFFprobeIsUnknownNotACrash() async throws {
+        let dir = temporaryDirectory()
+        let url = dir.appendingPathComponent("x.m4a")
+        try (Data([0, 0, 0, 0x1C]) + Data("ftypM4A ".utf8) + Data(repeating: 7, count: 1000)).write(to: url)
+        let ffprobe = dir.appendingPathComponent("ffprobe"), ffmpeg = dir.appendingPathComponent("ffmpeg")
+        try Data("#!/bin/sh\ncat '\(fuzzRegression("decode", "ffprobe-duration-beyond-64-bits.txt").path)'\n".utf8).write(to: ffprobe)
+        try Data("#!/bin/sh\nexit 0\n".utf8).write(to: ffmpeg)
+        for tool in [ffprobe, ffmpeg] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tool.path) }
+        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false, reportedSeatsOnly: false, sidecar: .optional, windowSeconds: 300, debounceSeconds: 10), context: StageContext(logger: .init(label: "t")))
+        let source = try stage.open(url, tools: (ffmpeg, ffprobe))
+        #expect(source.format == AudioFormat(sampleRate: 768000, channels: 1))
+        #expect(source.frames == nil)
+        #expect(try source.read(1024).isEmpty)
+    }
+
+    /// A float WAV the fuzzer made (Tests/Fixtures/fuzz-regressions/decode/): samples of 7e31
+    /// decode as they are, and turning them into 16-bit PCM for an upload (the OpenAI
+    /// transcriber, pocketsphinx) trapped; they clip to full scale now, NaN to silence.
+    @Test func floatSamplesBeyond16BitsClipInsteadOfCrashing() async throws {
+        let (blocks, _) = try await decodeBlocks(fuzzRegression("decode", "float-samples-beyond-16-bits.wav"))
+        let samples = blocks.flatMap(\.samples)
+        #expect(samples.contains { $0 > 1e30 })
+        let wav = try #require(WAVData.decodePCM16(WAVData.pcm16(samples, format: AudioFormat(sampleRate: 8000, channels: 1))))
+        #expect(wav.samples.count == samples.count)
+        #expect(wav.samples.max() == Float(32767) / 32768)
+        #expect([Float.nan, .infinity, -.infinity, 7e31, -7e31, 0.5].map(WAVData.int16) == [0, 32767, -32768, 32767, -32768, 16384])
+    }
+
     @Test func anEmptyFileIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("empty.wav")
         try Data().write(to: url)

@@ -144,3 +144,10 @@ public func withoutWriteAccess<T>(to folder: URL, _ body: () throws -> T) throws
     #endif
     return try body()
 }
+
+/// An input the fuzzer (`make fuzz`) found or that fuzzing work turned up: a file under
+/// Tests/Fixtures/fuzz-regressions/<target>/, fed to the public API by a regression test.
+public func fuzzRegression(_ target: String, _ name: String) -> URL {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/fuzz-regressions/\(target)/\(name)")
+}

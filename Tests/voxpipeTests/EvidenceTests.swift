@@ -199,6 +199,26 @@ import VoxTestSupport
         #expect((transcript["text"] as? String)?.contains("right") == true)
         #expect(try voxpipe(["verify", bag.path]).status == 0)
     }
+
+    /// Sidecars from Tests/Fixtures/fuzz-regressions/sidecar/ (`make fuzz`): a reportId beyond
+    /// 64 bits (the fuzzer's, with a key `s,eats`) trapped when written to bag-info.txt; one
+    /// with a line break wrote a line of its own there (a second Payload-Oxum). Each gives a
+    /// bag that verifies, its id on one line.
+    @Test(arguments: [("report-id-beyond-64-bits.json", "4.2e+71", "channel0"), ("report-id-line-break.json", "r-7; Payload-Oxum: 0.0", "seat0-alice")])
+    func aFuzzedReportIDGivesABagThatVerifies(_ fixture: String, _ identifier: String, _ seat: String) throws {
+        let dir = temporaryDirectory()
+        let input = dir.appendingPathComponent("in")
+        try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+        try runTool("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", input.appendingPathComponent("upload.wav").path, "synth", "1", "sine", "440"])
+        try FileManager.default.copyItem(at: fuzzRegression("sidecar", fixture), to: input.appendingPathComponent("upload.json"))
+        let out = dir.appendingPathComponent("out")
+        let result = try voxpipe(["run", spec, input.path, "-o", out.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let bag = out.appendingPathComponent("upload/\(seat)/evidence")
+        let info = try String(contentsOf: bag.appendingPathComponent("bag-info.txt"), encoding: .utf8)
+        #expect(info.contains("External-Identifier: \(identifier)\n"), "\(info)")
+        #expect(try voxpipe(["verify", bag.path]).status == 0)
+    }
 }
 
 /// Runs python3 with arguments; returns its exit status.
