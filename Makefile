@@ -4,7 +4,7 @@ DEBUG_BIN := .build/debug/voxpipe
 RELEASE_BIN := .build/release/voxpipe
 DEMO_OUT ?= out/demo
 
-.PHONY: setup build build-debug test demo bench schema readme fuzz clean
+.PHONY: setup build build-debug test demo bench schema readme fuzz format lint clean
 
 setup:
 	@scripts/setup.sh
@@ -45,6 +45,16 @@ readme: build-debug
 # about 10 minutes on 2 cores. Not part of `make test`. FUZZ_RUNS=N for more; see scripts/fuzz.sh.
 fuzz: setup
 	@scripts/fuzz.sh
+
+# Formatting: .swift-format (120 columns, 4 spaces). `make format` rewrites, `make lint` checks
+# (swift-format's rules, then no line over 120 columns).
+SWIFT_SOURCES := Sources Tests Fuzz/Sources Package.swift Fuzz/Package.swift
+format:
+	$(SWIFT) format -i -r -p $(SWIFT_SOURCES)
+
+lint:
+	$(SWIFT) format lint -r -p --strict $(SWIFT_SOURCES)
+	@scripts/line-length.py
 
 clean:
 	rm -rf .build .build-fuzz out bench/work

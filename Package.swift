@@ -12,7 +12,12 @@ let package = Package(
     products: [
         .executable(name: "voxpipe", targets: ["voxpipe"]),
         // The stage modules, for the fuzzing package beside this one (Fuzz/, `make fuzz`).
-        .library(name: "VoxpipeModules", targets: ["VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxStages"]),
+        .library(
+            name: "VoxpipeModules",
+            targets: [
+                "VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply",
+                "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxStages",
+            ]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -30,26 +35,39 @@ let package = Package(
         // whisper.cpp, built from PyPI's pywhispercpp source package by `make setup` (scripts/setup-whisper.sh).
         .systemLibrary(name: "CWhisper", pkgConfig: "whisper"),
 
-        .target(name: "VoxCore", dependencies: [
-            "CCrypto",
-            .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
-        .target(name: "VoxDecode", dependencies: ["VoxCore", "CSndFile", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "VoxCore",
+            dependencies: [
+                "CCrypto",
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .target(
+            name: "VoxDecode", dependencies: ["VoxCore", "CSndFile", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxChunk", dependencies: ["VoxCore"]),
         .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
-        .target(name: "VoxSynthesize", dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "VoxSynthesize",
+            dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
         .target(name: "VoxCheck", dependencies: ["VoxCore", "VoxDecode"]),
-        .target(name: "VoxStages", dependencies: ["VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite"]),
-        .executableTarget(name: "voxpipe", dependencies: [
-            "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxStages",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "VoxStages",
+            dependencies: [
+                "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
+                "VoxWrite",
+            ]),
+        .executableTarget(
+            name: "voxpipe",
+            dependencies: [
+                "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
+                "VoxWrite", "VoxCheck", "VoxStages",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
 
         // Helpers shared by the test targets (not a product).
         .target(name: "VoxTestSupport", dependencies: ["VoxCore", "VoxDecode"], path: "Tests/VoxTestSupport"),
@@ -58,10 +76,17 @@ let package = Package(
         .testTarget(name: "VoxDecodeTests", dependencies: ["VoxTestSupport", "VoxDecode", "VoxCore", "CSndFile"]),
         .testTarget(name: "VoxResampleTests", dependencies: ["VoxTestSupport", "VoxResample", "VoxDecode", "VoxCore"]),
         .testTarget(name: "VoxChunkTests", dependencies: ["VoxTestSupport", "VoxChunk", "VoxCore"]),
-        .testTarget(name: "VoxTranscribeTests", dependencies: ["VoxTestSupport", "VoxTranscribe", "VoxHTTP", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore"]),
+        .testTarget(
+            name: "VoxTranscribeTests",
+            dependencies: [
+                "VoxTestSupport", "VoxTranscribe", "VoxHTTP", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore",
+            ]),
         .testTarget(name: "VoxReplyTests", dependencies: ["VoxTestSupport", "VoxReply", "VoxCore"]),
-        .testTarget(name: "VoxSynthesizeTests", dependencies: ["VoxTestSupport", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore"]),
-        .testTarget(name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
+        .testTarget(
+            name: "VoxSynthesizeTests",
+            dependencies: ["VoxTestSupport", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore"]),
+        .testTarget(
+            name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
         .testTarget(name: "VoxCheckTests", dependencies: ["VoxTestSupport", "VoxCheck", "VoxCore"]),
         .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore"]),
     ]

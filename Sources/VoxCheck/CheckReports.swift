@@ -8,14 +8,21 @@ public enum CheckReports {
     public static func junit(_ outcome: CheckOutcome, suiteName: String, seconds: Double) -> String {
         let failures = outcome.results.filter { !$0.passed }.count
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        xml += "<testsuites name=\"voxpipe check\" tests=\"\(outcome.results.count)\" failures=\"\(failures)\" errors=\"0\" time=\"\(String(format: "%.3f", seconds))\">\n"
-        xml += "  <testsuite name=\"\(escape(suiteName))\" tests=\"\(outcome.results.count)\" failures=\"\(failures)\" errors=\"0\">\n"
+        xml +=
+            "<testsuites name=\"voxpipe check\" tests=\"\(outcome.results.count)\" failures=\"\(failures)\" "
+            + "errors=\"0\" time=\"\(String(format: "%.3f", seconds))\">\n"
+        xml +=
+            "  <testsuite name=\"\(escape(suiteName))\" tests=\"\(outcome.results.count)\" failures=\"\(failures)\" "
+            + "errors=\"0\">\n"
         for result in outcome.results {
             xml += "    <testcase classname=\"\(escape(result.item))\" name=\"\(escape(result.name))\""
             if result.passed {
                 xml += "/>\n"
             } else {
-                xml += ">\n      <failure message=\"\(escape(result.message))\">\(escape([result.message, result.detail].compactMap { $0 }.joined(separator: "\n")))</failure>\n    </testcase>\n"
+                xml +=
+                    ">\n      <failure message=\"\(escape(result.message))\">"
+                    + escape([result.message, result.detail].compactMap { $0 }.joined(separator: "\n"))
+                    + "</failure>\n    </testcase>\n"
             }
         }
         xml += "  </testsuite>\n</testsuites>\n"
@@ -26,7 +33,10 @@ public enum CheckReports {
     public static func json(_ outcome: CheckOutcome, suite: Suite) -> Data {
         func rounded(_ x: Double) -> JSONValue { x.isFinite ? .number((x * 1_000_000).rounded() / 1_000_000) : .null }
         let results: [JSONValue] = outcome.results.map { r in
-            var o: [String: JSONValue] = ["item": .string(r.item), "name": .string(r.name), "passed": .bool(r.passed), "message": .string(r.message)]
+            var o: [String: JSONValue] = [
+                "item": .string(r.item), "name": .string(r.name), "passed": .bool(r.passed),
+                "message": .string(r.message),
+            ]
             if !r.metrics.isEmpty { o["metrics"] = .object(r.metrics.mapValues(rounded)) }
             return .object(o)
         }
@@ -38,8 +48,12 @@ public enum CheckReports {
             "normalization": .string(suite.normalization.summary),
             "wer": rounded(outcome.words.rate),
             "cer": rounded(outcome.characters.rate),
-            "words": ["substitutions": .number(Double(outcome.words.substitutions)), "deletions": .number(Double(outcome.words.deletions)),
-                      "insertions": .number(Double(outcome.words.insertions)), "reference": .number(Double(outcome.words.referenceCount))],
+            "words": [
+                "substitutions": .number(Double(outcome.words.substitutions)),
+                "deletions": .number(Double(outcome.words.deletions)),
+                "insertions": .number(Double(outcome.words.insertions)),
+                "reference": .number(Double(outcome.words.referenceCount)),
+            ],
             "results": .array(results),
         ]
         return summary.prettyData() + Data("\n".utf8)
@@ -48,9 +62,15 @@ public enum CheckReports {
     /// `ref.trn`, `hyp.trn` and (where outputs carry word times) `hyp.ctm`, in `folder`.
     public static func writeSCTK(_ outcome: CheckOutcome, to folder: URL) throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try AtomicFile.write(Data(SCTKExport.trn(outcome.scored.map { ($0.id, $0.reference) }).utf8), to: folder.appendingPathComponent("ref.trn"))
-        try AtomicFile.write(Data(SCTKExport.trn(outcome.scored.map { ($0.id, $0.hypothesis) }).utf8), to: folder.appendingPathComponent("hyp.trn"))
-        let timed = outcome.scored.flatMap { s in s.timed.map { (id: s.id, start: $0.start, end: $0.end, word: $0.word, confidence: $0.confidence) } }
+        try AtomicFile.write(
+            Data(SCTKExport.trn(outcome.scored.map { ($0.id, $0.reference) }).utf8),
+            to: folder.appendingPathComponent("ref.trn"))
+        try AtomicFile.write(
+            Data(SCTKExport.trn(outcome.scored.map { ($0.id, $0.hypothesis) }).utf8),
+            to: folder.appendingPathComponent("hyp.trn"))
+        let timed = outcome.scored.flatMap { s in
+            s.timed.map { (id: s.id, start: $0.start, end: $0.end, word: $0.word, confidence: $0.confidence) }
+        }
         try AtomicFile.write(Data(SCTKExport.ctm(timed).utf8), to: folder.appendingPathComponent("hyp.ctm"))
     }
 

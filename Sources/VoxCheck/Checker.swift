@@ -11,7 +11,8 @@ public struct CheckedItem: Sendable, Equatable {
     public var seconds: Double
     public var audioSeconds: Double?
 
-    public init(name: String, status: String, failure: String? = nil, seconds: Double = 0, audioSeconds: Double? = nil) {
+    public init(name: String, status: String, failure: String? = nil, seconds: Double = 0, audioSeconds: Double? = nil)
+    {
         self.name = name
         self.status = status
         self.failure = failure
@@ -41,7 +42,11 @@ public struct CheckOutcome: Sendable {
     public var words: ErrorCounts
     public var characters: ErrorCounts
     /// Per scored item: its id, reference and hypothesis words (normalised), and timed words.
-    public var scored: [(id: String, reference: [String], hypothesis: [String], timed: [(start: Double, end: Double, word: String, confidence: Double?)])]
+    public var scored:
+        [(
+            id: String, reference: [String], hypothesis: [String],
+            timed: [(start: Double, end: Double, word: String, confidence: Double?)]
+        )]
     /// Goldens written by `--update`: path and what happened ("new", "changed: …", "same").
     public var updates: [(path: String, change: String)]
 
@@ -67,32 +72,47 @@ public struct Checker {
     /// Evaluates everything; with `update`, golden and audio expectations first take the
     /// current outputs as their goldens (and then pass).
     public func evaluate(update: Bool = false) -> CheckOutcome {
-        var outcome = CheckOutcome(results: [], words: ErrorCounts(), characters: ErrorCounts(), scored: [], updates: [])
+        var outcome = CheckOutcome(
+            results: [], words: ErrorCounts(), characters: ErrorCounts(), scored: [], updates: [])
         var regexes: [String: Regex<AnyRegexOutput>] = [:]
         for expectation in suite.expectations {
-            if case .matches(let pattern) = expectation.check, regexes[pattern] == nil { regexes[pattern] = try? Regex(pattern) }
+            if case .matches(let pattern) = expectation.check, regexes[pattern] == nil {
+                regexes[pattern] = try? Regex(pattern)
+            }
             let matching = items.filter { fnmatch(expectation.item, $0.name, 0) == 0 }
             if matching.isEmpty {
-                outcome.results.append(CheckResult(item: expectation.item, name: name(expectation), passed: false,
-                                                   message: "no item matches \"\(expectation.item)\" (items: \(items.map(\.name).joined(separator: ", ")))", metrics: [:]))
+                outcome.results.append(
+                    CheckResult(
+                        item: expectation.item, name: name(expectation), passed: false,
+                        message:
+                            "no item matches \"\(expectation.item)\" (items: "
+                            + "\(items.map(\.name).joined(separator: ", ")))",
+                        metrics: [:]))
             }
-            for item in matching { outcome.results.append(check(expectation, item: item, update: update, regexes: regexes, outcome: &outcome)) }
+            for item in matching {
+                outcome.results.append(
+                    check(expectation, item: item, update: update, regexes: regexes, outcome: &outcome))
+            }
         }
         outcome.results += budgets(outcome)
         return outcome
     }
 
     func name(_ e: Suite.Expectation) -> String {
-        let kind: String = switch e.check {
-        case .errorRate: "wer"
-        case .golden: "golden"
-        case .audio: "audio"
-        case .matches: "matches"
-        }
+        let kind: String =
+            switch e.check {
+            case .errorRate: "wer"
+            case .golden: "golden"
+            case .audio: "audio"
+            case .matches: "matches"
+            }
         return "expect[\(e.index)] \(e.output) \(kind)"
     }
 
-    func check(_ e: Suite.Expectation, item: CheckedItem, update: Bool, regexes: [String: Regex<AnyRegexOutput>], outcome: inout CheckOutcome) -> CheckResult {
+    func check(
+        _ e: Suite.Expectation, item: CheckedItem, update: Bool, regexes: [String: Regex<AnyRegexOutput>],
+        outcome: inout CheckOutcome
+    ) -> CheckResult {
         var result = CheckResult(item: item.name, name: name(e), passed: false, message: "", metrics: [:])
         guard item.status != "failed" else {
             result.message = "the item failed: \(item.failure ?? "unknown reason")"
@@ -107,11 +127,16 @@ public struct Checker {
         do {
             switch e.check {
             case .errorRate(let reference, let maxWER, let maxCER):
-                return try errorRate(e, item: item, file: file, shown: shown, reference: reference, maxWER: maxWER, maxCER: maxCER, result: result, outcome: &outcome)
+                return try errorRate(
+                    e, item: item, file: file, shown: shown, reference: reference, maxWER: maxWER, maxCER: maxCER,
+                    result: result, outcome: &outcome)
             case .golden(let named, let ignore, let tolerances):
                 let golden = suite.goldenURL(named, item: item.name, output: e.output)
-                if update { outcome.updates.append(try store(file, as: golden, ignore: ignore, tolerances: tolerances)) }
-                return try goldenFile(file, shown: shown, golden: golden, ignore: ignore, tolerances: tolerances, result: result)
+                if update {
+                    outcome.updates.append(try store(file, as: golden, ignore: ignore, tolerances: tolerances))
+                }
+                return try goldenFile(
+                    file, shown: shown, golden: golden, ignore: ignore, tolerances: tolerances, result: result)
             case .audio(let named, let tolerance):
                 let golden = suite.goldenURL(named, item: item.name, output: e.output)
                 if update { outcome.updates.append(try store(file, as: golden, ignore: [], tolerances: [:])) }
@@ -120,7 +145,10 @@ public struct Checker {
                 let text = try outputText(file)
                 let regex = try regexes[pattern] ?? Regex(pattern)
                 result.passed = text.contains(regex)
-                result.message = result.passed ? "\(shown) matches /\(pattern)/" : "\(shown) does not match /\(pattern)/: \(String(text.prefix(120)).debugDescription)"
+                result.message =
+                    result.passed
+                    ? "\(shown) matches /\(pattern)/"
+                    : "\(shown) does not match /\(pattern)/: \(String(text.prefix(120)).debugDescription)"
                 return result
             }
         } catch {
@@ -131,76 +159,116 @@ public struct Checker {
 
     func itemFiles(_ item: CheckedItem) -> [String] {
         let folder = outputDirectory.appendingPathComponent(item.name)
-        return ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { !$0.hasPrefix(".") && $0 != Ledger.manifestName }.sorted()
+        return ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter {
+            !$0.hasPrefix(".") && $0 != Ledger.manifestName
+        }.sorted()
     }
 
     /// The text of an output: a whisper-style JSON's `text`, else the file as text.
     func outputText(_ file: URL) throws -> String {
         let data = try Data(contentsOf: file)
-        if file.pathExtension.lowercased() == "json", let text = (try? JSONValue.parse(data))?.objectValue?["text"]?.stringValue { return text }
+        if file.pathExtension.lowercased() == "json",
+            let text = (try? JSONValue.parse(data))?.objectValue?["text"]?.stringValue
+        {
+            return text
+        }
         return String(decoding: data, as: UTF8.self)
     }
 
     /// Timed words of a whisper-style JSON output, for ctm.
     func timedWords(_ file: URL) -> [(start: Double, end: Double, word: String, confidence: Double?)] {
         guard file.pathExtension.lowercased() == "json", let data = FileManager.default.contents(atPath: file.path),
-              let segments = (try? JSONValue.parse(data))?.objectValue?["segments"]?.arrayValue else { return [] }
+            let segments = (try? JSONValue.parse(data))?.objectValue?["segments"]?.arrayValue
+        else { return [] }
         return segments.flatMap { segment in
             (segment.objectValue?["words"]?.arrayValue ?? []).compactMap { w -> (Double, Double, String, Double?)? in
-                guard let o = w.objectValue, let word = o["word"]?.stringValue, let s = o["start"]?.numberValue, let e = o["end"]?.numberValue else { return nil }
+                guard let o = w.objectValue, let word = o["word"]?.stringValue, let s = o["start"]?.numberValue,
+                    let e = o["end"]?.numberValue
+                else { return nil }
                 return (s, e, word, o["probability"]?.numberValue)
             }
         }
     }
 
-    func errorRate(_ e: Suite.Expectation, item: CheckedItem, file: URL, shown: String, reference: Suite.ReferenceSource, maxWER: Double?, maxCER: Double?,
-                   result: CheckResult, outcome: inout CheckOutcome) throws -> CheckResult {
+    func errorRate(
+        _ e: Suite.Expectation, item: CheckedItem, file: URL, shown: String, reference: Suite.ReferenceSource,
+        maxWER: Double?, maxCER: Double?,
+        result: CheckResult, outcome: inout CheckOutcome
+    ) throws -> CheckResult {
         var result = result
         let referenceText: String
         switch reference {
         case .text(let text): referenceText = text
         case .file(let template):
-            let url = URL(fileURLWithPath: template.replacingOccurrences(of: "{item}", with: item.name), relativeTo: suite.folder).standardizedFileURL
-            guard let text = try? String(contentsOf: url, encoding: .utf8) else { throw VoxError(.badInput, "reference \(url.path) is missing or not UTF-8 text") }
+            let url = URL(
+                fileURLWithPath: template.replacingOccurrences(of: "{item}", with: item.name), relativeTo: suite.folder
+            ).standardizedFileURL
+            guard let text = try? String(contentsOf: url, encoding: .utf8) else {
+                throw VoxError(.badInput, "reference \(url.path) is missing or not UTF-8 text")
+            }
             referenceText = text
         }
         let hypothesis = try outputText(file)
-        let (words, alignment) = Scoring.wordErrors(reference: referenceText, hypothesis: hypothesis, normalization: suite.normalization)
-        let characters = Scoring.characterErrors(reference: referenceText, hypothesis: hypothesis, normalization: suite.normalization)
+        let (words, alignment) = Scoring.wordErrors(
+            reference: referenceText, hypothesis: hypothesis, normalization: suite.normalization)
+        let characters = Scoring.characterErrors(
+            reference: referenceText, hypothesis: hypothesis, normalization: suite.normalization)
         outcome.words = outcome.words + words
         outcome.characters = outcome.characters + characters
-        outcome.scored.append((id: item.name, reference: suite.normalization.words(referenceText), hypothesis: suite.normalization.words(hypothesis), timed: timedWords(file)))
-        result.metrics = ["wer": words.rate, "cer": characters.rate, "substitutions": Double(words.substitutions),
-                          "deletions": Double(words.deletions), "insertions": Double(words.insertions), "referenceWords": Double(words.referenceCount)]
+        outcome.scored.append(
+            (
+                id: item.name, reference: suite.normalization.words(referenceText),
+                hypothesis: suite.normalization.words(hypothesis), timed: timedWords(file)
+            ))
+        result.metrics = [
+            "wer": words.rate, "cer": characters.rate, "substitutions": Double(words.substitutions),
+            "deletions": Double(words.deletions), "insertions": Double(words.insertions),
+            "referenceWords": Double(words.referenceCount),
+        ]
         var failures: [String] = []
         var parts: [String] = []
         if let maxWER {
             parts.append(String(format: "WER %.2f%% (max %.2f%%)", words.rate * 100, maxWER * 100))
-            if words.rate > maxWER + 1e-12 { failures.append(String(format: "WER %.2f%% > %.2f%%", words.rate * 100, maxWER * 100)) }
+            if words.rate > maxWER + 1e-12 {
+                failures.append(String(format: "WER %.2f%% > %.2f%%", words.rate * 100, maxWER * 100))
+            }
         }
         if let maxCER {
             parts.append(String(format: "CER %.2f%% (max %.2f%%)", characters.rate * 100, maxCER * 100))
-            if characters.rate > maxCER + 1e-12 { failures.append(String(format: "CER %.2f%% > %.2f%%", characters.rate * 100, maxCER * 100)) }
+            if characters.rate > maxCER + 1e-12 {
+                failures.append(String(format: "CER %.2f%% > %.2f%%", characters.rate * 100, maxCER * 100))
+            }
         }
         let counts = "S=\(words.substitutions) D=\(words.deletions) I=\(words.insertions) N=\(words.referenceCount)"
         result.passed = failures.isEmpty
-        result.message = result.passed ? "\(shown): \(parts.joined(separator: ", ")) \(counts)" : "\(shown): \(failures.joined(separator: ", ")) \(counts)"
+        result.message =
+            result.passed
+            ? "\(shown): \(parts.joined(separator: ", ")) \(counts)"
+            : "\(shown): \(failures.joined(separator: ", ")) \(counts)"
         if !result.passed { result.detail = Scoring.alignmentText(alignment) }
         return result
     }
 
-    func goldenFile(_ file: URL, shown: String, golden: URL, ignore: [String], tolerances: [String: Double], result: CheckResult) throws -> CheckResult {
+    func goldenFile(
+        _ file: URL, shown: String, golden: URL, ignore: [String], tolerances: [String: Double], result: CheckResult
+    ) throws -> CheckResult {
         var result = result
         guard let expected = FileManager.default.contents(atPath: golden.path) else {
             result.message = "\(shown): no golden at \(golden.path) (run check --update to write it)"
             return result
         }
         let actual = try Data(contentsOf: file)
-        if file.pathExtension.lowercased() == "json", let a = try? JSONValue.parse(actual), let g = try? JSONValue.parse(expected) {
+        if file.pathExtension.lowercased() == "json", let a = try? JSONValue.parse(actual),
+            let g = try? JSONValue.parse(expected)
+        {
             let differences = JSONGolden.differences(actual: a, golden: g, ignore: ignore, tolerances: tolerances)
             result.passed = differences.isEmpty
             result.metrics = ["differences": Double(differences.count)]
-            result.message = result.passed ? "\(shown) matches its golden" : "\(shown) differs from \(golden.lastPathComponent) at \(differences.count) place\(differences.count == 1 ? "" : "s"): \(differences[0])"
+            result.message =
+                result.passed
+                ? "\(shown) matches its golden"
+                : "\(shown) differs from \(golden.lastPathComponent) at \(differences.count) "
+                    + "place\(differences.count == 1 ? "" : "s"): \(differences[0])"
             if differences.count > 1 { result.detail = differences.joined(separator: "\n") }
             return result
         }
@@ -218,22 +286,33 @@ public struct Checker {
         return result
     }
 
-    func audio(_ file: URL, shown: String, golden: URL, tolerance: AudioTolerance, result: CheckResult) throws -> CheckResult {
+    func audio(
+        _ file: URL, shown: String, golden: URL, tolerance: AudioTolerance, result: CheckResult
+    ) throws -> CheckResult {
         var result = result
         guard FileManager.default.fileExists(atPath: golden.path) else {
             result.message = "\(shown): no golden at \(golden.path) (run check --update to write it)"
             return result
         }
-        let measurements = AudioGolden.measure(actual: try AudioFileContents.read(file), golden: try AudioFileContents.read(golden), tolerance: tolerance)
-        result.metrics = Dictionary(uniqueKeysWithValues: measurements.map { ($0.metric, $0.value.isFinite ? $0.value : ($0.value > 0 ? 999 : -999)) })
+        let measurements = AudioGolden.measure(
+            actual: try AudioFileContents.read(file), golden: try AudioFileContents.read(golden), tolerance: tolerance)
+        result.metrics = Dictionary(
+            uniqueKeysWithValues: measurements.map {
+                ($0.metric, $0.value.isFinite ? $0.value : ($0.value > 0 ? 999 : -999))
+            })
         let failed = measurements.filter { !$0.passed }
         result.passed = failed.isEmpty
-        result.message = "\(shown): " + (result.passed ? measurements.map(\.message).joined(separator: "; ") : failed.map(\.message).joined(separator: "; "))
+        result.message =
+            "\(shown): "
+            + (result.passed
+                ? measurements.map(\.message).joined(separator: "; ") : failed.map(\.message).joined(separator: "; "))
         return result
     }
 
     /// `--update`: the output becomes the golden; says what changed.
-    func store(_ file: URL, as golden: URL, ignore: [String], tolerances: [String: Double]) throws -> (path: String, change: String) {
+    func store(
+        _ file: URL, as golden: URL, ignore: [String], tolerances: [String: Double]
+    ) throws -> (path: String, change: String) {
         let actual = try Data(contentsOf: file)
         let change: String
         if let old = FileManager.default.contents(atPath: golden.path) {
@@ -241,7 +320,10 @@ public struct Checker {
                 change = "same"
             } else if let a = try? JSONValue.parse(actual), let g = try? JSONValue.parse(old) {
                 let differences = JSONGolden.differences(actual: a, golden: g, ignore: ignore, tolerances: tolerances)
-                change = differences.isEmpty ? "changed outside ignored fields and tolerances only" : "changed at \(differences.count) place(s): \(differences.prefix(3).joined(separator: "; "))"
+                change =
+                    differences.isEmpty
+                    ? "changed outside ignored fields and tolerances only"
+                    : "changed at \(differences.count) place(s): \(differences.prefix(3).joined(separator: "; "))"
             } else {
                 change = "changed (\(old.count) → \(actual.count) bytes)"
             }
@@ -249,7 +331,8 @@ public struct Checker {
             change = "new"
         }
         if change != "same" {
-            try FileManager.default.createDirectory(at: golden.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: golden.deletingLastPathComponent(), withIntermediateDirectories: true)
             try AtomicFile.write(actual, to: golden)
         }
         return (golden.path, change)
@@ -260,28 +343,43 @@ public struct Checker {
         var out: [CheckResult] = []
         let failed = items.filter { $0.status == "failed" }
         let maxFailed = suite.budgets.maxFailedItems
-        out.append(CheckResult(item: "run", name: "budget maxFailedItems", passed: failed.count <= maxFailed,
-                               message: "\(failed.count) item\(failed.count == 1 ? "" : "s") failed (max \(maxFailed))" + (failed.isEmpty ? "" : ": " + failed.map { "\($0.name): \($0.failure ?? "")" }.joined(separator: "; ")),
-                               metrics: ["failedItems": Double(failed.count)]))
+        out.append(
+            CheckResult(
+                item: "run", name: "budget maxFailedItems", passed: failed.count <= maxFailed,
+                message: "\(failed.count) item\(failed.count == 1 ? "" : "s") failed (max \(maxFailed))"
+                    + (failed.isEmpty
+                        ? "" : ": " + failed.map { "\($0.name): \($0.failure ?? "")" }.joined(separator: "; ")),
+                metrics: ["failedItems": Double(failed.count)]))
         if let max = suite.budgets.maxRealTimeFactor {
             let done = items.filter { $0.status == "done" && ($0.audioSeconds ?? 0) > 0 }
             let audio = done.reduce(0) { $0 + ($1.audioSeconds ?? 0) }
             let seconds = wallSeconds ?? done.reduce(0) { $0 + $1.seconds }
             let rtf = audio > 0 ? seconds / audio : 0
-            out.append(CheckResult(item: "run", name: "budget maxRealTimeFactor", passed: rtf <= max,
-                                   message: String(format: "real-time factor %.3f over %d items (%.1f s for %.1f s of audio; max %.3f)", rtf, done.count, seconds, audio, max),
-                                   metrics: ["realTimeFactor": rtf]))
+            out.append(
+                CheckResult(
+                    item: "run", name: "budget maxRealTimeFactor", passed: rtf <= max,
+                    message: String(
+                        format: "real-time factor %.3f over %d items (%.1f s for %.1f s of audio; max %.3f)", rtf,
+                        done.count, seconds, audio, max),
+                    metrics: ["realTimeFactor": rtf]))
         }
         if let max = suite.budgets.maxWER {
             let rate = outcome.words.rate
-            out.append(CheckResult(item: "run", name: "budget maxWER", passed: rate <= max + 1e-12,
-                                   message: String(format: "overall WER %.2f%% over %d reference words (max %.2f%%)", rate * 100, outcome.words.referenceCount, max * 100),
-                                   metrics: ["wer": rate]))
+            out.append(
+                CheckResult(
+                    item: "run", name: "budget maxWER", passed: rate <= max + 1e-12,
+                    message: String(
+                        format: "overall WER %.2f%% over %d reference words (max %.2f%%)", rate * 100,
+                        outcome.words.referenceCount, max * 100),
+                    metrics: ["wer": rate]))
         }
         if let max = suite.budgets.maxCER {
             let rate = outcome.characters.rate
-            out.append(CheckResult(item: "run", name: "budget maxCER", passed: rate <= max + 1e-12,
-                                   message: String(format: "overall CER %.2f%% (max %.2f%%)", rate * 100, max * 100), metrics: ["cer": rate]))
+            out.append(
+                CheckResult(
+                    item: "run", name: "budget maxCER", passed: rate <= max + 1e-12,
+                    message: String(format: "overall CER %.2f%% (max %.2f%%)", rate * 100, max * 100),
+                    metrics: ["cer": rate]))
         }
         return out
     }

@@ -78,7 +78,9 @@ public enum Scoring {
     /// diagonal (correct or substitution) wins a tie, then a deletion if strictly cheaper than an
     /// insertion, else an insertion; so the alignment itself, not only its cost, is sclite's.
     /// Tokens are compared exactly (normalise them first).
-    public static func align(reference: [String], hypothesis: [String]) -> (counts: ErrorCounts, alignment: [AlignedToken]) {
+    public static func align(
+        reference: [String], hypothesis: [String]
+    ) -> (counts: ErrorCounts, alignment: [AlignedToken]) {
         let n = reference.count, m = hypothesis.count
         let width = m + 1
         // The step into each cell, row-major over (reference index, hypothesis index); costs need two rows only.
@@ -118,7 +120,10 @@ public enum Scoring {
             switch steps[i * width + j] {
             case .diagonal:
                 let same = reference[i - 1] == hypothesis[j - 1]
-                alignment.append(AlignedToken(operation: same ? .correct : .substitution, reference: reference[i - 1], hypothesis: hypothesis[j - 1]))
+                alignment.append(
+                    AlignedToken(
+                        operation: same ? .correct : .substitution, reference: reference[i - 1],
+                        hypothesis: hypothesis[j - 1]))
                 if same { counts.correct += 1 } else { counts.substitutions += 1 }
                 i -= 1
                 j -= 1
@@ -136,13 +141,17 @@ public enum Scoring {
     }
 
     /// Word errors of `hypothesis` against `reference`, both normalised into words first.
-    public static func wordErrors(reference: String, hypothesis: String, normalization: TextNormalization = .standard) -> (counts: ErrorCounts, alignment: [AlignedToken]) {
+    public static func wordErrors(
+        reference: String, hypothesis: String, normalization: TextNormalization = .standard
+    ) -> (counts: ErrorCounts, alignment: [AlignedToken]) {
         align(reference: normalization.words(reference), hypothesis: normalization.words(hypothesis))
     }
 
     /// Character errors (for CER) of `hypothesis` against `reference`: the characters of the
     /// normalised words, spaces not counted, aligned as words are.
-    public static func characterErrors(reference: String, hypothesis: String, normalization: TextNormalization = .standard) -> ErrorCounts {
+    public static func characterErrors(
+        reference: String, hypothesis: String, normalization: TextNormalization = .standard
+    ) -> ErrorCounts {
         align(reference: normalization.characters(reference), hypothesis: normalization.characters(hypothesis)).counts
     }
 

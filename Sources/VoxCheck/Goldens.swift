@@ -6,9 +6,13 @@ import VoxCore
 /// any index and `*` for any key (`turns[*].start`, `*.seconds`).
 public enum JSONGolden {
     /// The differences, in document order; empty when the output matches.
-    public static func differences(actual: JSONValue, golden: JSONValue, ignore: [String] = [], tolerances: [String: Double] = [:]) -> [String] {
+    public static func differences(
+        actual: JSONValue, golden: JSONValue, ignore: [String] = [], tolerances: [String: Double] = [:]
+    ) -> [String] {
         var out: [String] = []
-        compare(actual, golden, path: [], ignore: ignore.map(pattern), tolerances: tolerances.map { (pattern($0.key), $0.value) }, into: &out)
+        compare(
+            actual, golden, path: [], ignore: ignore.map(pattern),
+            tolerances: tolerances.map { (pattern($0.key), $0.value) }, into: &out)
         return out
     }
 
@@ -57,7 +61,10 @@ public enum JSONGolden {
         return text.count > 80 ? String(text.prefix(77)) + "..." : text
     }
 
-    static func compare(_ actual: JSONValue?, _ golden: JSONValue?, path: [String], ignore: [[String]], tolerances: [([String], Double)], into out: inout [String]) {
+    static func compare(
+        _ actual: JSONValue?, _ golden: JSONValue?, path: [String], ignore: [[String]],
+        tolerances: [([String], Double)], into out: inout [String]
+    ) {
         if ignore.contains(where: { matches($0, path) }) { return }
         let at = render(path)
         switch (actual, golden) {
@@ -73,12 +80,16 @@ public enum JSONGolden {
             }
         case (.array(let a)?, .array(let g)?):
             for i in 0..<max(a.count, g.count) {
-                compare(i < a.count ? a[i] : nil, i < g.count ? g[i] : nil, path: path + ["[\(i)]"], ignore: ignore, tolerances: tolerances, into: &out)
+                compare(
+                    i < a.count ? a[i] : nil, i < g.count ? g[i] : nil, path: path + ["[\(i)]"], ignore: ignore,
+                    tolerances: tolerances, into: &out)
             }
         case (.number(let a)?, .number(let g)?):
             let allowed = tolerances.first { matches($0.0, path) }?.1 ?? 0
             if abs(a - g) > allowed + 1e-12 {
-                out.append("\(at): \(show(.number(a))) but the golden has \(show(.number(g)))" + (allowed > 0 ? " (tolerance ±\(show(.number(allowed))))" : ""))
+                out.append(
+                    "\(at): \(show(.number(a))) but the golden has \(show(.number(g)))"
+                        + (allowed > 0 ? " (tolerance ±\(show(.number(allowed))))" : ""))
             }
         case (let a?, let g?):
             if a != g { out.append("\(at): \(show(a)) but the golden has \(show(g))") }
@@ -122,22 +133,38 @@ public enum AudioGolden {
     }
 
     /// Compares two decoded files. Formats must match (rate and channels); then every metric is measured.
-    public static func measure(actual: (format: AudioFormat, samples: [Float]), golden: (format: AudioFormat, samples: [Float]),
-                               tolerance: AudioTolerance) -> [AudioMeasurement] {
+    public static func measure(
+        actual: (format: AudioFormat, samples: [Float]), golden: (format: AudioFormat, samples: [Float]),
+        tolerance: AudioTolerance
+    ) -> [AudioMeasurement] {
         guard actual.format == golden.format else {
-            return [AudioMeasurement(metric: "format", value: 0, threshold: 0, passed: false,
-                                     message: "format \(actual.format) but the golden is \(golden.format)")]
+            return [
+                AudioMeasurement(
+                    metric: "format", value: 0, threshold: 0, passed: false,
+                    message: "format \(actual.format) but the golden is \(golden.format)")
+            ]
         }
         var out: [AudioMeasurement] = []
         let channels = max(1, actual.format.channels)
         let framesA = actual.samples.count / channels, framesG = golden.samples.count / channels
         let lengthDiff = Double(abs(framesA - framesG))
-        out.append(AudioMeasurement(metric: "duration", value: lengthDiff, threshold: Double(tolerance.durationSamples), passed: lengthDiff <= Double(tolerance.durationSamples),
-                                    message: "length \(framesA) frames, golden \(framesG): differs by \(Int(lengthDiff)) (allowed \(tolerance.durationSamples))"))
+        out.append(
+            AudioMeasurement(
+                metric: "duration", value: lengthDiff, threshold: Double(tolerance.durationSamples),
+                passed: lengthDiff <= Double(tolerance.durationSamples),
+                message:
+                    "length \(framesA) frames, golden \(framesG): differs by \(Int(lengthDiff)) (allowed "
+                    + "\(tolerance.durationSamples))"
+            ))
         let levelA = rmsDB(actual.samples), levelG = rmsDB(golden.samples)
         let levelDiff = levelA == levelG ? 0 : abs(levelA - levelG)
-        out.append(AudioMeasurement(metric: "rms", value: levelDiff, threshold: tolerance.rmsDB, passed: levelDiff <= tolerance.rmsDB + 1e-9,
-                                    message: String(format: "RMS %.2f dBFS, golden %.2f dBFS: differs by %.2f dB (allowed %.2f dB)", levelA, levelG, levelDiff, tolerance.rmsDB)))
+        out.append(
+            AudioMeasurement(
+                metric: "rms", value: levelDiff, threshold: tolerance.rmsDB,
+                passed: levelDiff <= tolerance.rmsDB + 1e-9,
+                message: String(
+                    format: "RMS %.2f dBFS, golden %.2f dBFS: differs by %.2f dB (allowed %.2f dB)", levelA, levelG,
+                    levelDiff, tolerance.rmsDB)))
         if let minimum = tolerance.snrDB {
             let n = min(actual.samples.count, golden.samples.count)
             var signal = 0.0, noise = 0.0
@@ -148,8 +175,10 @@ public enum AudioGolden {
                 noise += d * d
             }
             let snr = noise == 0 ? Double.infinity : (signal == 0 ? -Double.infinity : 10 * log10(signal / noise))
-            out.append(AudioMeasurement(metric: "snr", value: snr, threshold: minimum, passed: snr >= minimum,
-                                        message: String(format: "SNR of the difference %.1f dB (at least %.1f dB)", snr, minimum)))
+            out.append(
+                AudioMeasurement(
+                    metric: "snr", value: snr, threshold: minimum, passed: snr >= minimum,
+                    message: String(format: "SNR of the difference %.1f dB (at least %.1f dB)", snr, minimum)))
         }
         return out
     }

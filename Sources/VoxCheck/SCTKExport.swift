@@ -20,7 +20,9 @@ public enum SCTKExport {
     /// in a newline, times in seconds with 3 decimals (the duration is end − start, at least 0),
     /// the confidence with 3 decimals when given, sorted by id (byte order) then start, words with
     /// equal id and start staying in the order given. Ids are sanitised as in `trn`.
-    public static func ctm(_ words: [(id: String, start: Double, end: Double, word: String, confidence: Double?)]) -> String {
+    public static func ctm(
+        _ words: [(id: String, start: Double, end: Double, word: String, confidence: Double?)]
+    ) -> String {
         let lines = words.enumerated().map { index, word in
             (index: index, id: sanitizedID(word.id), word: word)
         }.sorted { a, b in
@@ -30,7 +32,10 @@ public enum SCTKExport {
         }
         var text = ""
         for line in lines {
-            var fields = [line.id, "1", decimal(line.word.start), decimal(max(0, line.word.end - line.word.start)), line.word.word]
+            var fields = [
+                line.id, "1", decimal(line.word.start), decimal(max(0, line.word.end - line.word.start)),
+                line.word.word,
+            ]
             if let confidence = line.word.confidence { fields.append(decimal(confidence)) }
             text += fields.joined(separator: " ") + "\n"
         }

@@ -9,7 +9,8 @@ import VoxCore
 ///       "normalization": { "caseFold": true, "removePunctuation": true },
 ///       "budgets": { "maxFailedItems": 0, "maxRealTimeFactor": 1.5, "maxWER": 0.2 },
 ///       "expect": [
-///         { "item": "speech-en-*", "output": "transcript.txt", "reference": "refs/{item}.txt", "wer": 0.15, "cer": 0.1 },
+///         { "item": "speech-en-*", "output": "transcript.txt", "reference": "refs/{item}.txt", "wer": 0.15, "cer": 0.1
+/// },
 ///         { "item": "lesson", "output": "replies.json", "golden": true, "ignore": ["turns[*].audio"],
 ///           "tolerance": { "turns[*].start": 0.01 } },
 ///         { "item": "lesson", "output": "speech-0001.wav", "golden": true, "audio": { "rmsDB": 0.5, "snrDB": 30 } },
@@ -63,17 +64,26 @@ public struct Suite: Sendable {
 
     /// Where an expectation's golden lives: the path it names, else `goldens/<item>/<output>`.
     public func goldenURL(_ named: String?, item: String, output: String) -> URL {
-        if let named { return URL(fileURLWithPath: named.replacingOccurrences(of: "{item}", with: item), relativeTo: folder).standardizedFileURL }
+        if let named {
+            return URL(fileURLWithPath: named.replacingOccurrences(of: "{item}", with: item), relativeTo: folder)
+                .standardizedFileURL
+        }
         return folder.appendingPathComponent("goldens").appendingPathComponent(item).appendingPathComponent(output)
     }
 
     /// Loads and checks a suite; a problem is `VoxError(.invalidSpec)` naming the JSON path.
     public static func load(_ url: URL) throws -> Suite {
-        func fail(_ path: String, _ message: String) -> VoxError { VoxError(.invalidSpec, "\(url.path): \(path): \(message)") }
-        guard let data = FileManager.default.contents(atPath: url.path) else { throw VoxError(.noInput, "\(url.path): no such suite file") }
+        func fail(_ path: String, _ message: String) -> VoxError {
+            VoxError(.invalidSpec, "\(url.path): \(path): \(message)")
+        }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw VoxError(.noInput, "\(url.path): no such suite file")
+        }
         let root: [String: JSONValue]
         do {
-            guard let object = try JSONValue.parse(data).objectValue else { throw fail("$", "a suite is a JSON object") }
+            guard let object = try JSONValue.parse(data).objectValue else {
+                throw fail("$", "a suite is a JSON object")
+            }
             root = object
         } catch let error as VoxError {
             throw error
@@ -81,15 +91,21 @@ public struct Suite: Sendable {
             throw VoxError(.invalidSpec, "\(url.path): not valid JSON: \(describe(error))")
         }
         let folder = url.deletingLastPathComponent()
-        let known: Set<String> = ["$schema", "description", "name", "spec", "inputs", "normalization", "budgets", "expect"]
+        let known: Set<String> = [
+            "$schema", "description", "name", "spec", "inputs", "normalization", "budgets", "expect",
+        ]
         if let unknown = root.keys.sorted().first(where: { !known.contains($0) }) {
             throw fail(unknown, "unknown field (known: spec, inputs, normalization, budgets, expect)")
         }
         guard let spec = root["spec"]?.stringValue else { throw fail("spec", "expected the path of a job spec") }
-        guard let inputs = root["inputs"]?.arrayValue, !inputs.isEmpty else { throw fail("inputs", "expected a list of input files or folders") }
+        guard let inputs = root["inputs"]?.arrayValue, !inputs.isEmpty else {
+            throw fail("inputs", "expected a list of input files or folders")
+        }
         var inputURLs: [URL] = []
         for (i, input) in inputs.enumerated() {
-            guard let path = input.stringValue else { throw fail("inputs[\(i)]", "expected a path, got \(input.typeDescription)") }
+            guard let path = input.stringValue else {
+                throw fail("inputs[\(i)]", "expected a path, got \(input.typeDescription)")
+            }
             inputURLs.append(URL(fileURLWithPath: path, relativeTo: folder).standardizedFileURL)
         }
 
@@ -110,7 +126,9 @@ public struct Suite: Sendable {
         if let b = root["budgets"] {
             guard let o = b.objectValue else { throw fail("budgets", "expected an object") }
             for (key, value) in o {
-                guard let number = value.numberValue, number >= 0 else { throw fail("budgets.\(key)", "expected a number ≥ 0") }
+                guard let number = value.numberValue, number >= 0 else {
+                    throw fail("budgets.\(key)", "expected a number ≥ 0")
+                }
                 switch key {
                 case "maxFailedItems":
                     guard number == number.rounded() else { throw fail("budgets.\(key)", "expected a whole number") }
@@ -118,7 +136,9 @@ public struct Suite: Sendable {
                 case "maxRealTimeFactor": budgets.maxRealTimeFactor = number
                 case "maxWER": budgets.maxWER = number
                 case "maxCER": budgets.maxCER = number
-                default: throw fail("budgets.\(key)", "unknown field (known: maxFailedItems, maxRealTimeFactor, maxWER, maxCER)")
+                default:
+                    throw fail(
+                        "budgets.\(key)", "unknown field (known: maxFailedItems, maxRealTimeFactor, maxWER, maxCER)")
                 }
             }
         }
@@ -128,22 +148,34 @@ public struct Suite: Sendable {
         for (i, value) in list.enumerated() {
             expectations.append(try expectation(value, index: i, fail: fail))
         }
-        return Suite(url: url.standardizedFileURL, spec: URL(fileURLWithPath: spec, relativeTo: folder).standardizedFileURL, inputs: inputURLs,
-                     normalization: normalization, budgets: budgets, expectations: expectations)
+        return Suite(
+            url: url.standardizedFileURL, spec: URL(fileURLWithPath: spec, relativeTo: folder).standardizedFileURL,
+            inputs: inputURLs,
+            normalization: normalization, budgets: budgets, expectations: expectations)
     }
 
-    static func expectation(_ value: JSONValue, index i: Int, fail: (String, String) -> VoxError) throws -> Expectation {
+    static func expectation(_ value: JSONValue, index i: Int, fail: (String, String) -> VoxError) throws -> Expectation
+    {
         let at = "expect[\(i)]"
         guard let o = value.objectValue else { throw fail(at, "expected an object") }
-        let known: Set<String> = ["item", "output", "reference", "referenceText", "wer", "cer", "golden", "ignore", "tolerance", "audio", "matches", "description"]
-        if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) { throw fail("\(at).\(unknown)", "unknown field") }
-        guard let item = o["item"]?.stringValue, !item.isEmpty else { throw fail("\(at).item", "expected an item name or glob") }
+        let known: Set<String> = [
+            "item", "output", "reference", "referenceText", "wer", "cer", "golden", "ignore", "tolerance", "audio",
+            "matches", "description",
+        ]
+        if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) {
+            throw fail("\(at).\(unknown)", "unknown field")
+        }
+        guard let item = o["item"]?.stringValue, !item.isEmpty else {
+            throw fail("\(at).item", "expected an item name or glob")
+        }
         guard let output = o["output"]?.stringValue, !output.isEmpty, !output.contains("..") else {
             throw fail("\(at).output", "expected an output file name in the item's folder")
         }
         func number(_ key: String) throws -> Double? {
             guard let v = o[key] else { return nil }
-            guard let n = v.numberValue, n >= 0 else { throw fail("\(at).\(key)", "expected a number ≥ 0, got \(v.typeDescription)") }
+            guard let n = v.numberValue, n >= 0 else {
+                throw fail("\(at).\(key)", "expected a number ≥ 0, got \(v.typeDescription)")
+            }
             return n
         }
         func goldenFile() throws -> String? {
@@ -154,9 +186,13 @@ public struct Suite: Sendable {
             case let v?: throw fail("\(at).golden", "expected true or a path, got \(v.typeDescription)")
             }
         }
-        let kinds = [o["wer"] != nil || o["cer"] != nil, o["audio"] != nil, o["matches"] != nil, o["golden"] != nil && o["audio"] == nil]
+        let kinds = [
+            o["wer"] != nil || o["cer"] != nil, o["audio"] != nil, o["matches"] != nil,
+            o["golden"] != nil && o["audio"] == nil,
+        ]
         guard kinds.filter({ $0 }).count == 1 else {
-            throw fail(at, "expected exactly one check: wer/cer (with a reference), golden, audio (with golden), or matches")
+            throw fail(
+                at, "expected exactly one check: wer/cer (with a reference), golden, audio (with golden), or matches")
         }
         let check: Check
         if o["wer"] != nil || o["cer"] != nil {
@@ -166,17 +202,23 @@ public struct Suite: Sendable {
             } else if let file = o["reference"]?.stringValue {
                 reference = .file(file)
             } else {
-                throw fail("\(at).reference", "a wer/cer check needs a reference file (\"reference\", {item} allowed) or \"referenceText\"")
+                throw fail(
+                    "\(at).reference",
+                    "a wer/cer check needs a reference file (\"reference\", {item} allowed) or \"referenceText\"")
             }
             check = .errorRate(reference: reference, maxWER: try number("wer"), maxCER: try number("cer"))
         } else if let audio = o["audio"] {
             guard let a = audio.objectValue else { throw fail("\(at).audio", "expected an object of tolerances") }
             var tolerance = AudioTolerance()
             for (key, value) in a {
-                guard let n = value.numberValue else { throw fail("\(at).audio.\(key)", "expected a number, got \(value.typeDescription)") }
+                guard let n = value.numberValue else {
+                    throw fail("\(at).audio.\(key)", "expected a number, got \(value.typeDescription)")
+                }
                 switch key {
                 case "durationSamples":
-                    guard n >= 0, n == n.rounded() else { throw fail("\(at).audio.\(key)", "expected a whole number ≥ 0") }
+                    guard n >= 0, n == n.rounded() else {
+                        throw fail("\(at).audio.\(key)", "expected a whole number ≥ 0")
+                    }
                     tolerance.durationSamples = Int(n)
                 case "rmsDB": tolerance.rmsDB = n
                 case "snrDB": tolerance.snrDB = n
@@ -185,21 +227,29 @@ public struct Suite: Sendable {
             }
             check = .audio(file: try goldenFile(), tolerance: tolerance)
         } else if let pattern = o["matches"]?.stringValue {
-            do { _ = try Regex(pattern) } catch { throw fail("\(at).matches", "invalid regular expression: \(describe(error))") }
+            do { _ = try Regex(pattern) } catch {
+                throw fail("\(at).matches", "invalid regular expression: \(describe(error))")
+            }
             check = .matches(pattern)
         } else {
             var ignore: [String] = []
             if let list = o["ignore"] {
-                guard let array = list.arrayValue, let paths = Optional(array.compactMap(\.stringValue)), paths.count == array.count else {
+                guard let array = list.arrayValue, let paths = Optional(array.compactMap(\.stringValue)),
+                    paths.count == array.count
+                else {
                     throw fail("\(at).ignore", "expected a list of field paths (\"turns[*].audio\")")
                 }
                 ignore = paths
             }
             var tolerances: [String: Double] = [:]
             if let t = o["tolerance"] {
-                guard let map = t.objectValue else { throw fail("\(at).tolerance", "expected an object: field path → allowed difference") }
+                guard let map = t.objectValue else {
+                    throw fail("\(at).tolerance", "expected an object: field path → allowed difference")
+                }
                 for (path, value) in map {
-                    guard let n = value.numberValue, n >= 0 else { throw fail("\(at).tolerance.\(path)", "expected a number ≥ 0") }
+                    guard let n = value.numberValue, n >= 0 else {
+                        throw fail("\(at).tolerance.\(path)", "expected a number ≥ 0")
+                    }
                     tolerances[path] = n
                 }
             }

@@ -70,7 +70,8 @@ public struct TextNormalization: Sendable, Equatable, Codable {
             if Self.breaks.contains(character) {
                 kept.append(" ")
             } else if removePunctuation, character.isPunctuation || character.isSymbol,
-                      !Self.keepsInside(characters, at: index) {
+                !Self.keepsInside(characters, at: index)
+            {
                 kept.append(" ")
             } else {
                 kept.append(character)

@@ -25,14 +25,25 @@ public struct ChunkStage: Stage {
     public static let kind = "chunk"
     public static let summary = "Cuts a stream into chunks: fixed windows, voice segments, or the last N seconds."
     public static let options: [OptionSpec] = [
-        OptionSpec("mode", .choice(Mode.allCases.map(\.rawValue)), default: "window", help: "window: fixed windows; voice: speech segments; tail: the last `seconds`."),
-        OptionSpec("seconds", .number(0.01...86400), help: "window: window length (default 8); tail: length kept (default 300)."),
-        OptionSpec("overlap", .number(0...3600), default: 0, help: "window: seconds each window shares with the one before."),
+        OptionSpec(
+            "mode", .choice(Mode.allCases.map(\.rawValue)), default: "window",
+            help: "window: fixed windows; voice: speech segments; tail: the last `seconds`."),
+        OptionSpec(
+            "seconds", .number(0.01...86400),
+            help: "window: window length (default 8); tail: length kept (default 300)."),
+        OptionSpec(
+            "overlap", .number(0...3600), default: 0, help: "window: seconds each window shares with the one before."),
         OptionSpec("minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment."),
-        OptionSpec("padding", .number(0...10), default: 0.2, help: "voice: seconds of context kept before and after speech."),
-        OptionSpec("minSeconds", .number(0...60), default: 0.25, help: "voice: shorter segments (clicks, coughs) are dropped."),
-        OptionSpec("maxSeconds", .number(0.5...3600), default: 30, help: "voice: longer turns are split at their quietest point."),
-        OptionSpec("threshold", .number(1...60), default: 12, help: "voice: dB above the noise floor that counts as speech."),
+        OptionSpec(
+            "padding", .number(0...10), default: 0.2, help: "voice: seconds of context kept before and after speech."),
+        OptionSpec(
+            "minSeconds", .number(0...60), default: 0.25,
+            help: "voice: shorter segments (clicks, coughs) are dropped."),
+        OptionSpec(
+            "maxSeconds", .number(0.5...3600), default: 30,
+            help: "voice: longer turns are split at their quietest point."),
+        OptionSpec(
+            "threshold", .number(1...60), default: 12, help: "voice: dB above the noise floor that counts as speech."),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -45,16 +56,20 @@ public struct ChunkStage: Stage {
         for name in ["overlap"] where mode != .window && options.isSet(name) {
             throw options.error(name, "applies to mode window only")
         }
-        for name in ["minSilence", "padding", "minSeconds", "maxSeconds", "threshold"] where mode != .voice && options.isSet(name) {
+        for name in ["minSilence", "padding", "minSeconds", "maxSeconds", "threshold"]
+        where mode != .voice && options.isSet(name) {
             throw options.error(name, "applies to mode voice only")
         }
         if mode == .voice && options.isSet("seconds") {
             throw options.error("seconds", "does not apply to mode voice (use minSeconds and maxSeconds)")
         }
-        let voice = VoiceDetector.Settings(minSilence: options.double("minSilence") ?? 0.5, padding: options.double("padding") ?? 0.2,
-                                           minSeconds: options.double("minSeconds") ?? 0.25, maxSeconds: options.double("maxSeconds") ?? 30,
-                                           thresholdDB: options.double("threshold") ?? 12)
-        if voice.minSeconds >= voice.maxSeconds { throw options.error("minSeconds", "must be less than maxSeconds (\(voice.maxSeconds))") }
+        let voice = VoiceDetector.Settings(
+            minSilence: options.double("minSilence") ?? 0.5, padding: options.double("padding") ?? 0.2,
+            minSeconds: options.double("minSeconds") ?? 0.25, maxSeconds: options.double("maxSeconds") ?? 30,
+            thresholdDB: options.double("threshold") ?? 12)
+        if voice.minSeconds >= voice.maxSeconds {
+            throw options.error("minSeconds", "must be less than maxSeconds (\(voice.maxSeconds))")
+        }
         return Configuration(mode: mode, seconds: seconds, overlap: overlap, voice: voice)
     }
 
@@ -76,7 +91,8 @@ public struct ChunkStage: Stage {
             if cutter == nil { cutter = makeCutter(block.format) }
             guard let current = cutter else { continue }
             guard block.format == current.format else {
-                throw ChunkError(.unsupported, "the stream changed format mid-way (\(current.format) to \(block.format))")
+                throw ChunkError(
+                    .unsupported, "the stream changed format mid-way (\(current.format) to \(block.format))")
             }
             for chunk in current.push(block) { try await output.send(chunk) }
         }
@@ -150,7 +166,9 @@ final class WindowCutter: Cutter {
         defer { index += 1 }
         let rate = Double(format.sampleRate)
         let frames = samples.count / format.channels
-        return AudioChunk(format: format, samples: samples, start: Double(start) / rate, end: Double(start + Int64(frames)) / rate, index: index, cut: .window)
+        return AudioChunk(
+            format: format, samples: samples, start: Double(start) / rate, end: Double(start + Int64(frames)) / rate,
+            index: index, cut: .window)
     }
 }
 
@@ -176,7 +194,11 @@ final class TailCutter: Cutter {
         let frames = samples.count / format.channels
         guard frames > 0 else { return [] }
         let rate = Double(format.sampleRate)
-        return [AudioChunk(format: format, samples: samples, start: Double(total - Int64(frames)) / rate, end: Double(total) / rate, index: 0, cut: .tail)]
+        return [
+            AudioChunk(
+                format: format, samples: samples, start: Double(total - Int64(frames)) / rate,
+                end: Double(total) / rate, index: 0, cut: .tail)
+        ]
     }
 }
 

@@ -21,7 +21,10 @@ public enum VoiceDetector {
         public var maxSeconds: Double
         public var thresholdDB: Double
 
-        public init(minSilence: Double = 0.5, padding: Double = 0.2, minSeconds: Double = 0.25, maxSeconds: Double = 30, thresholdDB: Double = 12) {
+        public init(
+            minSilence: Double = 0.5, padding: Double = 0.2, minSeconds: Double = 0.25, maxSeconds: Double = 30,
+            thresholdDB: Double = 12
+        ) {
             self.minSilence = minSilence
             self.padding = padding
             self.minSeconds = minSeconds
@@ -84,14 +87,20 @@ final class VoiceCutter: Cutter {
         streamEnd = block.frameOffset + Int64(block.frames)
         measure()
         var out: [AudioChunk] = []
-        while decided + ahead < measured { decide(decided, into: &out); decided += 1 }
+        while decided + ahead < measured {
+            decide(decided, into: &out)
+            decided += 1
+        }
         trim()
         return out
     }
 
     func finish() -> [AudioChunk] {
         var out: [AudioChunk] = []
-        while decided < measured { decide(decided, into: &out); decided += 1 }
+        while decided < measured {
+            decide(decided, into: &out)
+            decided += 1
+        }
         if inSpeech { endSegment(at: lastSpeech + 1, into: &out) }
         buffer.removeAll()
         return out
@@ -174,7 +183,10 @@ final class VoiceCutter: Cutter {
         let ch = format.channels
         let samples = Array(buffer[Int(start - bufferStart) * ch..<Int(end - bufferStart) * ch])
         let rate = Double(format.sampleRate)
-        out.append(AudioChunk(format: format, samples: samples, start: Double(start) / rate, end: Double(end) / rate, index: index, cut: .voice))
+        out.append(
+            AudioChunk(
+                format: format, samples: samples, start: Double(start) / rate, end: Double(end) / rate, index: index,
+                cut: .voice))
         index += 1
     }
 

@@ -1,5 +1,5 @@
-import Foundation
 import AsyncAlgorithms
+import Foundation
 
 /// The channel type between two stages: bounded (a `send` waits for the consumer) and failable.
 public typealias PayloadChannel = AsyncThrowingChannel<any Payload, any Error>
@@ -28,7 +28,11 @@ public struct Inbox<Input: StageInput>: AsyncSequence, Sendable {
             counter?.increment()
             guard let value = Input(payload: payload) else {
                 // The planner checked this edge; reaching here is a bug, not bad input.
-                throw VoxError(.internal, "a \(type(of: payload).payloadType) reached a stage that takes \(Input.accepted.map(\.rawValue).joined(separator: " | "))")
+                throw VoxError(
+                    .internal,
+                    "a \(type(of: payload).payloadType) reached a stage that takes "
+                        + "\(Input.accepted.map(\.rawValue).joined(separator: " | "))"
+                )
             }
             return value
         }

@@ -120,8 +120,9 @@ public final class DigestCache: @unchecked Sendable {
 
     static func key(_ url: URL, _ algorithm: Digest.Algorithm) -> Key? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-              let bytes = (attributes[.size] as? NSNumber)?.int64Value,
-              let modified = attributes[.modificationDate] as? Date else { return nil }
+            let bytes = (attributes[.size] as? NSNumber)?.int64Value,
+            let modified = attributes[.modificationDate] as? Date
+        else { return nil }
         return Key(path: url.standardizedFileURL.path, bytes: bytes, modified: modified, algorithm: algorithm)
     }
 

@@ -16,7 +16,9 @@ public enum InputListing {
         public var skippedFolders: [URL]
     }
 
-    public static func collect(_ paths: [String], extensions: Set<String> = audioExtensions, fileManager: FileManager = .default) throws -> [InputFile] {
+    public static func collect(
+        _ paths: [String], extensions: Set<String> = audioExtensions, fileManager: FileManager = .default
+    ) throws -> [InputFile] {
         try list(paths, outputDirectory: nil, extensions: extensions, fileManager: fileManager).items
     }
 
@@ -24,8 +26,10 @@ public enum InputListing {
     /// voxpipe lock or item manifest (another run's outputs), is not searched: a cron job whose
     /// output folder lies inside its input folder must not take its own outputs as new work.
     /// Folders are searched for files with one of `extensions` (what the plan's first stage reads).
-    public static func list(_ paths: [String], outputDirectory: URL?, extensions: Set<String> = audioExtensions,
-                            fileManager: FileManager = .default) throws -> Listing {
+    public static func list(
+        _ paths: [String], outputDirectory: URL?, extensions: Set<String> = audioExtensions,
+        fileManager: FileManager = .default
+    ) throws -> Listing {
         var found: [(url: URL, relative: String)] = []
         var skipped: [URL] = []
         var seen = Set<String>()
@@ -36,7 +40,9 @@ public enum InputListing {
             }
             let url = URL(fileURLWithPath: path).standardizedFileURL
             if isDirectory.boolValue {
-                let (files, passedOver) = try files(under: url, extensions: extensions, outputDirectory: outputDirectory?.standardizedFileURL, fileManager: fileManager)
+                let (files, passedOver) = try files(
+                    under: url, extensions: extensions, outputDirectory: outputDirectory?.standardizedFileURL,
+                    fileManager: fileManager)
                 skipped += passedOver
                 for (file, relative) in files where seen.insert(file.path).inserted {
                     found.append((file, relative))
@@ -55,9 +61,14 @@ public enum InputListing {
             || fileManager.fileExists(atPath: folder.appendingPathComponent(Ledger.manifestName).path)
     }
 
-    static func files(under root: URL, extensions: Set<String>, outputDirectory: URL?, fileManager: FileManager) throws -> (files: [(URL, String)], skipped: [URL]) {
-        guard let enumerator = fileManager.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
-                                                      options: [.skipsHiddenFiles]) else {
+    static func files(
+        under root: URL, extensions: Set<String>, outputDirectory: URL?, fileManager: FileManager
+    ) throws -> (files: [(URL, String)], skipped: [URL]) {
+        guard
+            let enumerator = fileManager.enumerator(
+                at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
+                options: [.skipsHiddenFiles])
+        else {
             throw VoxError(.noInput, "\(root.path): cannot list folder")
         }
         var files: [(URL, String)] = []
@@ -72,7 +83,8 @@ public enum InputListing {
                 continue
             }
             guard extensions.contains(url.pathExtension.lowercased()),
-                  (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+                (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
+            else { continue }
             let path = url.standardizedFileURL.path
             let relative = path.hasPrefix(base) ? String(path.dropFirst(base.count)) : url.lastPathComponent
             files.append((url.standardizedFileURL, relative))
@@ -90,14 +102,21 @@ public enum InputListing {
         var byStem: [String: Int] = [:]
         for file in files { byStem[stem(file.relative), default: 0] += 1 }
         var items = files.map { file in
-            InputFile(url: file.url, relativePath: file.relative,
-                      outputName: byStem[stem(file.relative)]! > 1 ? file.relative : stem(file.relative))
+            InputFile(
+                url: file.url, relativePath: file.relative,
+                outputName: byStem[stem(file.relative)]! > 1 ? file.relative : stem(file.relative))
         }
-        items.sort { $0.relativePath == $1.relativePath ? $0.url.path < $1.url.path : $0.relativePath < $1.relativePath }
+        items.sort {
+            $0.relativePath == $1.relativePath ? $0.url.path < $1.url.path : $0.relativePath < $1.relativePath
+        }
         var owner: [String: InputFile] = [:]
         for item in items {
             if let other = owner[item.outputName] {
-                throw VoxError(.usage, "\(other.url.path) and \(item.url.path) would both write to '\(item.outputName)/'; pass their common parent folder as INPUT instead")
+                throw VoxError(
+                    .usage,
+                    "\(other.url.path) and \(item.url.path) would both write to '\(item.outputName)/'; pass their "
+                        + "common parent folder as INPUT instead"
+                )
             }
             owner[item.outputName] = item
         }

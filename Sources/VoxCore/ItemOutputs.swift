@@ -39,7 +39,8 @@ public final class ItemOutputs: @unchecked Sendable {
     /// Reserves an output by file (or folder) name inside the item folder.
     public func reserve(name: String) throws -> URL {
         let final = folder.appendingPathComponent(name)
-        let temp = folder.appendingPathComponent(".\(name)\(Self.temporaryMarker)\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let temp = folder.appendingPathComponent(
+            ".\(name)\(Self.temporaryMarker)\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try lock.withLock {
             guard finals.insert(final.path).inserted else {
                 throw VoxError(.internal, "two outputs of one item would both be written to \(relativePath(final))")
@@ -61,7 +62,10 @@ public final class ItemOutputs: @unchecked Sendable {
             throw VoxError(.internal, "\(temp.path) was not reserved")
         }
         let fd = open(temp.path, O_RDONLY)
-        if fd >= 0 { fsync(fd); close(fd) }
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
         let (hex, bytes) = try Digest.hexOfFile(at: temp)
         return Artifact(path: relativePath(final), bytes: bytes, sha256: hex)
     }
@@ -72,10 +76,12 @@ public final class ItemOutputs: @unchecked Sendable {
         guard let final = lock.withLock({ pending.first(where: { $0.temp == temp })?.final }) else {
             throw VoxError(.internal, "\(temp.path) was not reserved")
         }
-        guard let enumerator = FileManager.default.enumerator(at: temp, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }
+        guard let enumerator = FileManager.default.enumerator(at: temp, includingPropertiesForKeys: [.isRegularFileKey])
+        else { return [] }
         let base = temp.standardizedFileURL.path + "/"
         var out: [Artifact] = []
-        for case let url as URL in enumerator where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
+        for case let url as URL in enumerator
+        where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
             let inner = String(url.standardizedFileURL.path.dropFirst(base.count))
             let (hex, bytes) = try digests?.hexOfFile(at: url) ?? Digest.hexOfFile(at: url)
             out.append(Artifact(path: relativePath(final.appendingPathComponent(inner)), bytes: bytes, sha256: hex))
@@ -91,7 +97,9 @@ public final class ItemOutputs: @unchecked Sendable {
             for (temp, final) in pending {
                 let finalPath = final.standardizedFileURL.path
                 if target == finalPath { return temp }
-                if target.hasPrefix(finalPath + "/") { return temp.appendingPathComponent(String(target.dropFirst(finalPath.count + 1))) }
+                if target.hasPrefix(finalPath + "/") {
+                    return temp.appendingPathComponent(String(target.dropFirst(finalPath.count + 1)))
+                }
             }
             return nil
         }
@@ -114,11 +122,18 @@ public final class ItemOutputs: @unchecked Sendable {
                     try? FileManager.default.removeItem(at: final)
                     if rename(temp.path, final.path) == 0 { continue }
                 }
-                throw VoxError(.cannotCreate, "cannot move \(temp.lastPathComponent) into place as \(final.path): \(String(cString: strerror(errno)))")
+                throw VoxError(
+                    .cannotCreate,
+                    "cannot move \(temp.lastPathComponent) into place as \(final.path): "
+                        + "\(String(cString: strerror(errno)))"
+                )
             }
         }
         let fd = open(folder.path, O_RDONLY)
-        if fd >= 0 { fsync(fd); close(fd) }
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
         lock.withLock { pending.removeAll() }
     }
 

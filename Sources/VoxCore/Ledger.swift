@@ -55,7 +55,9 @@ public struct Ledger: Sendable {
         for url in plan.referencedFiles.sorted(by: { $0.path < $1.path }) {
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
-            let content = exists && !isDirectory.boolValue ? ((try? Digest.hexOfFile(at: url).hex) ?? "unreadable") : (exists ? "folder" : "missing")
+            let content =
+                exists && !isDirectory.boolValue
+                ? ((try? Digest.hexOfFile(at: url).hex) ?? "unreadable") : (exists ? "folder" : "missing")
             d.update(Data("\n\(url.path)=\(content)".utf8))
         }
         d.update(Data("\nvoxpipe \(version)".utf8))
@@ -69,7 +71,8 @@ public struct Ledger: Sendable {
     }
 
     public func manifestURL(for item: InputFile) -> URL {
-        outputDirectory.appendingPathComponent(item.outputName, isDirectory: true).appendingPathComponent(Self.manifestName)
+        outputDirectory.appendingPathComponent(item.outputName, isDirectory: true).appendingPathComponent(
+            Self.manifestName)
     }
 
     public func readManifest(for item: InputFile) -> ItemManifest? {
@@ -83,12 +86,18 @@ public struct Ledger: Sendable {
     public func decide(_ item: InputFile) -> Decision {
         guard let manifest = readManifest(for: item) else { return .run(reason: "not done before") }
         guard manifest.spec == fingerprint else { return .run(reason: "spec or voxpipe version changed") }
-        guard let input = try? inputRecord(for: item, previous: manifest.input) else { return .run(reason: "input unreadable") }
+        guard let input = try? inputRecord(for: item, previous: manifest.input) else {
+            return .run(reason: "input unreadable")
+        }
         guard input.sha256 == manifest.input.sha256 else { return .run(reason: "input changed") }
         if manifest.pruned != nil { return .skip(manifest) }
         for artifact in manifest.artifacts {
-            guard let record = Self.fileStat(outputDirectory.appendingPathComponent(artifact.path)) else { return .run(reason: "output missing: \(artifact.path)") }
-            guard record.bytes == artifact.bytes, record.modified == artifact.modified else { return .run(reason: "output changed: \(artifact.path)") }
+            guard let record = Self.fileStat(outputDirectory.appendingPathComponent(artifact.path)) else {
+                return .run(reason: "output missing: \(artifact.path)")
+            }
+            guard record.bytes == artifact.bytes, record.modified == artifact.modified else {
+                return .run(reason: "output changed: \(artifact.path)")
+            }
         }
         return .skip(manifest)
     }
@@ -97,7 +106,8 @@ public struct Ledger: Sendable {
     public func inputRecord(for item: InputFile, previous: ItemManifest.FileRecord?) throws -> ItemManifest.FileRecord {
         guard let stat = Self.fileStat(item.url) else { throw VoxError(.badInput, "cannot read \(item.url.path)") }
         if let previous, previous.bytes == stat.bytes, previous.modified == stat.modified {
-            return ItemManifest.FileRecord(path: item.relativePath, bytes: stat.bytes, sha256: previous.sha256, modified: stat.modified)
+            return ItemManifest.FileRecord(
+                path: item.relativePath, bytes: stat.bytes, sha256: previous.sha256, modified: stat.modified)
         }
         let (hex, _) = try digests.hexOfFile(at: item.url)
         return ItemManifest.FileRecord(path: item.relativePath, bytes: stat.bytes, sha256: hex, modified: stat.modified)
@@ -108,14 +118,21 @@ public struct Ledger: Sendable {
     }
 
     /// Writes the manifest last, atomically (temporary name, fsync, rename).
-    public func record(_ item: InputFile, input: ItemManifest.FileRecord, artifacts: [Artifact], started: Date, seconds: Double, audioSeconds: Double?) throws {
+    public func record(
+        _ item: InputFile, input: ItemManifest.FileRecord, artifacts: [Artifact], started: Date, seconds: Double,
+        audioSeconds: Double?
+    ) throws {
         let records = artifacts.map { artifact in
-            ItemManifest.FileRecord(path: artifact.path, bytes: artifact.bytes, sha256: artifact.sha256,
-                                    modified: Self.fileStat(outputDirectory.appendingPathComponent(artifact.path))?.modified ?? 0)
+            ItemManifest.FileRecord(
+                path: artifact.path, bytes: artifact.bytes, sha256: artifact.sha256,
+                modified: Self.fileStat(outputDirectory.appendingPathComponent(artifact.path))?.modified ?? 0)
         }
         let iso = ISO8601DateFormatter()
-        let manifest = ItemManifest(key: key(inputSHA256: input.sha256), voxpipeVersion: version, spec: fingerprint, input: input, artifacts: records,
-                                    started: iso.string(from: started), finished: iso.string(from: Date()), seconds: seconds, audioSeconds: audioSeconds)
+        let manifest = ItemManifest(
+            key: key(inputSHA256: input.sha256), voxpipeVersion: version, spec: fingerprint, input: input,
+            artifacts: records,
+            started: iso.string(from: started), finished: iso.string(from: Date()), seconds: seconds,
+            audioSeconds: audioSeconds)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         try AtomicFile.write(try encoder.encode(manifest), to: manifestURL(for: item))
@@ -135,8 +152,9 @@ public struct Ledger: Sendable {
     /// Size and modification time (ns, at µs precision) of a file, or nil.
     static func fileStat(_ url: URL) -> (bytes: Int64, modified: Int64)? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-              let size = (attributes[.size] as? NSNumber)?.int64Value,
-              let modified = attributes[.modificationDate] as? Date else { return nil }
+            let size = (attributes[.size] as? NSNumber)?.int64Value,
+            let modified = attributes[.modificationDate] as? Date
+        else { return nil }
         return (size, Int64((modified.timeIntervalSince1970 * 1_000_000).rounded()) * 1000)
     }
 }
@@ -154,7 +172,8 @@ public enum AtomicFile {
         } catch {
             throw VoxError(.cannotCreate, "cannot create folder \(folder.path): \(describe(error))")
         }
-        let temp = folder.appendingPathComponent("\(prefix)\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(url.lastPathComponent)")
+        let temp = folder.appendingPathComponent(
+            "\(prefix)\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(url.lastPathComponent)")
         do {
             try writeFile(data, to: temp)
             guard rename(temp.path, url.path) == 0 else {
@@ -169,7 +188,9 @@ public enum AtomicFile {
     /// Writes `data` to a new file at `url` (replacing any), flushed to disk.
     public static func writeFile(_ data: Data, to url: URL) throws {
         let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw VoxError(.cannotCreate, "cannot create \(url.path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw VoxError(.cannotCreate, "cannot create \(url.path): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         try data.withUnsafeBytes { buffer in
             var offset = 0

@@ -11,17 +11,32 @@ public final class OutputLock: @unchecked Sendable {
         let folderLock = outputDirectory.appendingPathComponent(".voxpipe.lock")
         try take(folderLock, exclusive: shard == nil, outputDirectory: outputDirectory)
         if let shard {
-            try take(outputDirectory.appendingPathComponent(".voxpipe-shard-\(shard.index)-of-\(shard.count).lock"), exclusive: true, outputDirectory: outputDirectory)
+            try take(
+                outputDirectory.appendingPathComponent(".voxpipe-shard-\(shard.index)-of-\(shard.count).lock"),
+                exclusive: true, outputDirectory: outputDirectory)
         }
     }
 
     private func take(_ url: URL, exclusive: Bool, outputDirectory: URL) throws {
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw VoxError(.cannotCreate, "output folder \(outputDirectory.path) is not writable (cannot create \(url.lastPathComponent): \(String(cString: strerror(errno))))") }
+        guard fd >= 0 else {
+            throw VoxError(
+                .cannotCreate,
+                "output folder \(outputDirectory.path) is not writable (cannot create \(url.lastPathComponent): "
+                    + "\(String(cString: strerror(errno))))"
+            )
+        }
         guard flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
             close(fd)
-            let holder = (try? String(contentsOf: url, encoding: .utf8)).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
-            throw VoxError(.locked, "another voxpipe run is using \(outputDirectory.path)\(holder.isEmpty ? "" : " (\(holder))"); try again later")
+            let holder =
+                (try? String(contentsOf: url, encoding: .utf8)).map {
+                    $0.trimmingCharacters(in: .whitespacesAndNewlines)
+                } ?? ""
+            throw VoxError(
+                .locked,
+                "another voxpipe run is using \(outputDirectory.path)\(holder.isEmpty ? "" : " (\(holder))"); try "
+                    + "again later"
+            )
         }
         // What an earlier holder wrote is stale now: a shared holder clears it, so a run refused
         // later names no dead process.

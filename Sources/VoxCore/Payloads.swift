@@ -120,12 +120,16 @@ public struct InputFile: Payload, Hashable {
 
     /// This file's item for one track: same input, its own output folder.
     public func forTrack(_ track: Track) -> InputFile {
-        InputFile(url: url, relativePath: relativePath, outputName: "\(outputName)/\(track.name)", track: track, window: window)
+        InputFile(
+            url: url, relativePath: relativePath, outputName: "\(outputName)/\(track.name)", track: track,
+            window: window)
     }
 
     /// This item's part for one report window: same input (and track), its own output folder.
     public func forWindow(_ window: Window) -> InputFile {
-        InputFile(url: url, relativePath: relativePath, outputName: "\(outputName)/\(window.name)", track: track, window: window)
+        InputFile(
+            url: url, relativePath: relativePath, outputName: "\(outputName)/\(window.name)", track: track,
+            window: window)
     }
 
     /// `path` or `path#track` for messages and reports.
@@ -232,8 +236,10 @@ public struct Transcript: Payload {
     /// holds several subtitle lines); empty: the chunk is one span.
     public var segments: [TranscriptSegment]
 
-    public init(chunk: AudioChunk, text: String, words: [Word], language: String?, provider: String, model: String?,
-                segments: [TranscriptSegment] = []) {
+    public init(
+        chunk: AudioChunk, text: String, words: [Word], language: String?, provider: String, model: String?,
+        segments: [TranscriptSegment] = []
+    ) {
         self.chunk = chunk
         self.text = text
         self.words = words

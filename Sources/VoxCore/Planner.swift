@@ -29,7 +29,9 @@ public struct Plan: Sendable {
     public let spec: JSONValue
 
     /// The extensions searched for in INPUT folders: what the first stage reads.
-    public var inputExtensions: Set<String> { nodes.first { $0.parents.isEmpty }?.kind.inputExtensions ?? InputListing.audioExtensions }
+    public var inputExtensions: Set<String> {
+        nodes.first { $0.parents.isEmpty }?.kind.inputExtensions ?? InputListing.audioExtensions
+    }
 
     /// What each stage declares about itself for provenance records, in plan order, each with
     /// its `id` and `kind`.
@@ -60,7 +62,9 @@ public struct Plan: Sendable {
     /// The items a file becomes: one per track when the stage reading files splits it, else
     /// the file itself. Reads at most the file's header and report sidecar.
     public func expand(_ item: InputFile) throws -> [InputFile] {
-        guard let root = nodes.first(where: \.parents.isEmpty), let items = try root.kind.expand(root.configuration, item) else { return [item] }
+        guard let root = nodes.first(where: \.parents.isEmpty),
+            let items = try root.kind.expand(root.configuration, item)
+        else { return [item] }
         return items
     }
 
@@ -93,8 +97,11 @@ public struct Plan: Sendable {
         let idWidth = order.map(\.id.count).max() ?? 0
         let kindWidth = order.map(\.kind.kind.count).max() ?? 0
         for node in order {
-            let from = node.parents.isEmpty ? "from input file" : "from " + node.parents.map { "'\(nodes[$0].id)'" }.joined(separator: " + ")
-            let types = "\(Set(node.parents.map { nodes[$0].kind.output }).count > 1 ? node.kind.inputDescription : node.inputType.rawValue) → \(node.kind.output)"
+            let from =
+                node.parents.isEmpty
+                ? "from input file" : "from " + node.parents.map { "'\(nodes[$0].id)'" }.joined(separator: " + ")
+            let mixed = Set(node.parents.map { nodes[$0].kind.output }).count > 1
+            let types = "\(mixed ? node.kind.inputDescription : node.inputType.rawValue) → \(node.kind.output)"
             var line = "  \(node.id.padding(toLength: idWidth, withPad: " ", startingAt: 0))  "
             line += "\(node.kind.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0))  "
             line += "\(types.padding(toLength: 26, withPad: " ", startingAt: 0))  \(from)"
@@ -126,14 +133,18 @@ public enum Planner {
         }
         data = contents
         do {
-            return try plan(data: data, baseDirectory: url.deletingLastPathComponent(), defaultName: url.deletingPathExtension().lastPathComponent, registry: registry)
+            return try plan(
+                data: data, baseDirectory: url.deletingLastPathComponent(),
+                defaultName: url.deletingPathExtension().lastPathComponent, registry: registry)
         } catch let error as VoxError {
             throw VoxError(error.code, "\(url.path): \(error.message)")
         }
     }
 
     /// Plans a spec given as JSON bytes.
-    public static func plan(data: Data, baseDirectory: URL, defaultName: String = "job", registry: StageRegistry) throws -> Plan {
+    public static func plan(
+        data: Data, baseDirectory: URL, defaultName: String = "job", registry: StageRegistry
+    ) throws -> Plan {
         let json: JSONValue
         do {
             // JSONSerialization says where the JSON breaks (line and column); JSONDecoder does not.
@@ -141,41 +152,78 @@ public enum Planner {
             json = try JSONValue.parse(data)
         } catch {
             let ns = error as NSError
-            let detail = (ns.userInfo["NSDebugDescription"] as? String) ?? ((ns.userInfo[NSUnderlyingErrorKey] as? NSError)?.userInfo["NSDebugDescription"] as? String) ?? describe(error)
+            let detail =
+                (ns.userInfo["NSDebugDescription"] as? String)
+                ?? ((ns.userInfo[NSUnderlyingErrorKey] as? NSError)?.userInfo["NSDebugDescription"] as? String)
+                ?? describe(error)
             throw VoxError(.invalidSpec, "not valid JSON: \(detail)")
         }
         return try plan(json: json, baseDirectory: baseDirectory, defaultName: defaultName, registry: registry)
     }
 
-    public static func plan(json: JSONValue, baseDirectory: URL, defaultName: String = "job", registry: StageRegistry) throws -> Plan {
-        guard let top = json.objectValue else { throw VoxError(.invalidSpec, "expected a JSON object with \"stages\", got \(json.typeDescription)") }
+    public static func plan(
+        json: JSONValue, baseDirectory: URL, defaultName: String = "job", registry: StageRegistry
+    ) throws -> Plan {
+        guard let top = json.objectValue else {
+            throw VoxError(.invalidSpec, "expected a JSON object with \"stages\", got \(json.typeDescription)")
+        }
         for key in top.keys.sorted() where !topLevelKeys.contains(key) {
             throw VoxError(.invalidSpec, "\(key): unknown top-level field (known: name, description, stages)")
         }
-        if let name = top["name"], name.stringValue == nil { throw VoxError(.invalidSpec, "name: expected a string, got \(name.typeDescription)") }
-        guard let stagesValue = top["stages"] else { throw VoxError(.invalidSpec, "stages: missing; a spec needs at least one stage") }
-        guard let stages = stagesValue.arrayValue else { throw VoxError(.invalidSpec, "stages: expected an array, got \(stagesValue.typeDescription)") }
+        if let name = top["name"], name.stringValue == nil {
+            throw VoxError(.invalidSpec, "name: expected a string, got \(name.typeDescription)")
+        }
+        guard let stagesValue = top["stages"] else {
+            throw VoxError(.invalidSpec, "stages: missing; a spec needs at least one stage")
+        }
+        guard let stages = stagesValue.arrayValue else {
+            throw VoxError(.invalidSpec, "stages: expected an array, got \(stagesValue.typeDescription)")
+        }
         guard !stages.isEmpty else { throw VoxError(.invalidSpec, "stages: empty; a spec needs at least one stage") }
 
         // 1. Each stage's id, kind and options.
-        struct Parsed { var id: String; var kind: StageKind; var from: [String]?; var configuration: any Sendable }
+        struct Parsed {
+            var id: String
+            var kind: StageKind
+            var from: [String]?
+            var configuration: any Sendable
+        }
         var parsed: [Parsed] = []
         var referenced: [URL] = []
         var seen: [String: Int] = [:]
         for (i, value) in stages.enumerated() {
             let path = "stages[\(i)]"
-            guard let object = value.objectValue else { throw VoxError(.invalidSpec, "\(path): expected an object, got \(value.typeDescription)") }
-            guard let idValue = object["id"] else { throw VoxError(.invalidSpec, "\(path).id: missing") }
-            guard let id = idValue.stringValue else { throw VoxError(.invalidSpec, "\(path).id: expected a string, got \(idValue.typeDescription)") }
-            guard isValidID(id) else {
-                throw VoxError(.invalidSpec, "\(path).id: \"\(id)\" is not a valid id (letters, digits, '-' and '_', starting with a letter or digit; it names output files)")
+            guard let object = value.objectValue else {
+                throw VoxError(.invalidSpec, "\(path): expected an object, got \(value.typeDescription)")
             }
-            if let other = seen[id] { throw VoxError(.invalidSpec, "\(path).id: \"\(id)\" is already the id of stages[\(other)]") }
+            guard let idValue = object["id"] else { throw VoxError(.invalidSpec, "\(path).id: missing") }
+            guard let id = idValue.stringValue else {
+                throw VoxError(.invalidSpec, "\(path).id: expected a string, got \(idValue.typeDescription)")
+            }
+            guard isValidID(id) else {
+                throw VoxError(
+                    .invalidSpec,
+                    "\(path).id: \"\(id)\" is not a valid id (letters, digits, '-' and '_', starting with a letter "
+                        + "or digit; it names output files)"
+                )
+            }
+            if let other = seen[id] {
+                throw VoxError(.invalidSpec, "\(path).id: \"\(id)\" is already the id of stages[\(other)]")
+            }
             seen[id] = i
-            guard let kindValue = object["kind"] else { throw VoxError(.invalidSpec, "\(path).kind: missing (stage '\(id)')") }
-            guard let kindName = kindValue.stringValue else { throw VoxError(.invalidSpec, "\(path).kind: expected a string, got \(kindValue.typeDescription) (stage '\(id)')") }
+            guard let kindValue = object["kind"] else {
+                throw VoxError(.invalidSpec, "\(path).kind: missing (stage '\(id)')")
+            }
+            guard let kindName = kindValue.stringValue else {
+                throw VoxError(
+                    .invalidSpec, "\(path).kind: expected a string, got \(kindValue.typeDescription) (stage '\(id)')")
+            }
             guard let kind = registry[kindName] else {
-                throw VoxError(.invalidSpec, "\(path).kind: unknown kind \"\(kindName)\" (stage '\(id)'; known: \(registry.kinds.map(\.kind).joined(separator: ", ")))")
+                throw VoxError(
+                    .invalidSpec,
+                    "\(path).kind: unknown kind \"\(kindName)\" (stage '\(id)'; known: "
+                        + "\(registry.kinds.map(\.kind).joined(separator: ", ")))"
+                )
             }
             var from: [String]?
             if let fromValue = object["from"] {
@@ -184,14 +232,21 @@ public enum Planner {
                 } else if let list = fromValue.arrayValue, !list.isEmpty, list.allSatisfy({ $0.stringValue != nil }) {
                     from = list.compactMap(\.stringValue)
                 } else {
-                    throw VoxError(.invalidSpec, "\(path).from: expected a stage id or a list of them, got \(fromValue.typeDescription) (stage '\(id)')")
+                    throw VoxError(
+                        .invalidSpec,
+                        "\(path).from: expected a stage id or a list of them, got \(fromValue.typeDescription) "
+                            + "(stage '\(id)')"
+                    )
                 }
             }
             let optionValues = object.filter { !stageKeys.contains($0.key) }
             let configuration: any Sendable
             do {
                 try validateOptions(optionValues, against: kind.options, path: path, owner: kind.kind)
-                configuration = try kind.configure(StageOptions(stageID: id, path: path, baseDirectory: baseDirectory, values: optionValues, specs: kind.options))
+                configuration = try kind.configure(
+                    StageOptions(
+                        stageID: id, path: path, baseDirectory: baseDirectory, values: optionValues, specs: kind.options
+                    ))
             } catch let error as VoxError {
                 throw VoxError(error.code, "\(error.message) (stage '\(id)')")
             }
@@ -207,9 +262,15 @@ public enum Planner {
                 var list: [Int] = []
                 for name in from {
                     guard let p = seen[name] else {
-                        throw VoxError(.invalidSpec, "stages[\(i)].from: no stage has the id \"\(name)\" (stage '\(stage.id)'; ids: \(parsed.map(\.id).joined(separator: ", ")))")
+                        throw VoxError(
+                            .invalidSpec,
+                            "stages[\(i)].from: no stage has the id \"\(name)\" (stage '\(stage.id)'; ids: "
+                                + "\(parsed.map(\.id).joined(separator: ", ")))"
+                        )
                     }
-                    guard p != i else { throw VoxError(.invalidSpec, "stages[\(i)].from: stage '\(stage.id)' cannot read from itself") }
+                    guard p != i else {
+                        throw VoxError(.invalidSpec, "stages[\(i)].from: stage '\(stage.id)' cannot read from itself")
+                    }
                     if !list.contains(p) { list.append(p) }
                 }
                 parents.append(list)
@@ -240,18 +301,29 @@ public enum Planner {
                 for p in parents[i] {
                     let parent = parsed[p]
                     guard stage.kind.accepts(parent.kind.output) else {
-                        throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': \(stage.kind.kind) takes \(stage.kind.inputDescription) but '\(parent.id)' (\(parent.kind.kind)) gives \(parent.kind.output)")
+                        throw VoxError(
+                            .invalidSpec,
+                            "stages[\(i)] '\(stage.id)': \(stage.kind.kind) takes \(stage.kind.inputDescription) but "
+                                + "'\(parent.id)' (\(parent.kind.kind)) gives \(parent.kind.output)"
+                        )
                     }
                 }
                 inputType = parsed[first].kind.output
             } else {
                 guard stage.kind.accepts(.inputFile) else {
-                    throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': the first stage reads the input files, but \(stage.kind.kind) takes \(stage.kind.inputDescription); start with a decode stage")
+                    throw VoxError(
+                        .invalidSpec,
+                        "stages[\(i)] '\(stage.id)': the first stage reads the input files, but \(stage.kind.kind) "
+                            + "takes \(stage.kind.inputDescription); start with a decode stage"
+                    )
                 }
                 inputType = .inputFile
             }
-            nodes.append(Plan.Node(index: i, id: stage.id, kind: stage.kind, configuration: stage.configuration, parents: parents[i], children: [],
-                                   inputType: inputType, inputFormat: .source, outputFormat: .source))
+            nodes.append(
+                Plan.Node(
+                    index: i, id: stage.id, kind: stage.kind, configuration: stage.configuration, parents: parents[i],
+                    children: [],
+                    inputType: inputType, inputFormat: .source, outputFormat: .source))
         }
         for i in nodes.indices { for p in parents[i] { nodes[p].children.append(i) } }
 
@@ -262,9 +334,14 @@ public enum Planner {
             while let p = stack.popLast() {
                 if upstream.insert(p).inserted { stack += parents[p] }
             }
-            for fact in stage.kind.factsUsed where !upstream.contains(where: { parsed[$0].kind.factsGiven.contains(fact) }) {
+            for fact in stage.kind.factsUsed
+            where !upstream.contains(where: { parsed[$0].kind.factsGiven.contains(fact) }) {
                 let givers = registry.kinds.filter { $0.factsGiven.contains(fact) }.map(\.kind).joined(separator: ", ")
-                throw VoxError(.invalidSpec, "stages[\(i)] '\(stage.id)': \(stage.kind.kind) records the item's \(fact.rawValue), which no stage before it gives (\(givers.isEmpty ? "no kind does" : "given by: \(givers)"))")
+                throw VoxError(
+                    .invalidSpec,
+                    "stages[\(i)] '\(stage.id)': \(stage.kind.kind) records the item's \(fact.rawValue), which no "
+                        + "stage before it gives (\(givers.isEmpty ? "no kind does" : "given by: \(givers)"))"
+                )
             }
         }
 
@@ -277,7 +354,9 @@ public enum Planner {
             do {
                 nodes[i].outputFormat = try nodes[i].kind.outputFormat(nodes[i].configuration, input)
             } catch let error as PlanError {
-                let from = parents[i].first.map { "'\(nodes[$0].id)' (\(nodes[$0].kind.kind)) gives \(input)" } ?? "the input is \(input)"
+                let from =
+                    parents[i].first.map { "'\(nodes[$0].id)' (\(nodes[$0].kind.kind)) gives \(input)" }
+                    ?? "the input is \(input)"
                 throw VoxError(.invalidSpec, "stages[\(i)] '\(nodes[i].id)': \(error.message), but \(from)")
             }
         }
@@ -285,8 +364,10 @@ public enum Planner {
         var canonical = top
         canonical.removeValue(forKey: "$schema")
         canonical.removeValue(forKey: "description")
-        return Plan(name: top["name"]?.stringValue ?? defaultName, nodes: nodes, canonicalSpec: JSONValue.object(canonical).canonicalData(),
-                    referencedFiles: Array(Set(referenced)), spec: .object(canonical))
+        return Plan(
+            name: top["name"]?.stringValue ?? defaultName, nodes: nodes,
+            canonicalSpec: JSONValue.object(canonical).canonicalData(),
+            referencedFiles: Array(Set(referenced)), spec: .object(canonical))
     }
 
     /// The paths that path options (in provider blocks too) name or default to.
@@ -296,9 +377,13 @@ public enum Planner {
             let value = values[spec.name] ?? spec.defaultValue
             switch spec.kind {
             case .path:
-                if let path = value?.stringValue { urls.append(URL(fileURLWithPath: path, relativeTo: baseDirectory).standardizedFileURL) }
+                if let path = value?.stringValue {
+                    urls.append(URL(fileURLWithPath: path, relativeTo: baseDirectory).standardizedFileURL)
+                }
             case .provider(let providers):
-                if let object = value?.objectValue, let name = object["name"]?.stringValue, let provider = providers.first(where: { $0.name == name }) {
+                if let object = value?.objectValue, let name = object["name"]?.stringValue,
+                    let provider = providers.first(where: { $0.name == name })
+                {
                     urls += referencedPaths(object, specs: provider.options, baseDirectory: baseDirectory)
                 }
             default:
@@ -309,7 +394,11 @@ public enum Planner {
     }
 
     static func isValidID(_ id: String) -> Bool {
-        guard let first = id.unicodeScalars.first, first.properties.isAlphabetic || ("0"..."9").contains(first), id.count <= 64 else { return false }
-        return id.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_" }
+        guard let first = id.unicodeScalars.first, first.properties.isAlphabetic || ("0"..."9").contains(first),
+            id.count <= 64
+        else { return false }
+        return id.unicodeScalars.allSatisfy {
+            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_"
+        }
     }
 }

@@ -50,7 +50,9 @@ public struct ProviderEntry<Engine>: Sendable {
         spec = ProviderSpec(name: P.name, summary: P.summary, options: P.options)
         settings = { try P.settings($0) }
         make = { settings, context in
-            guard let s = settings as? P.Settings else { throw VoxError(.internal, "settings type mismatch for provider \(P.name)") }
+            guard let s = settings as? P.Settings else {
+                throw VoxError(.internal, "settings type mismatch for provider \(P.name)")
+            }
             return try P.make(s, context: context)
         }
         streamFormat = { ($0 as? P.Settings).flatMap(P.streamFormat) }
@@ -70,7 +72,9 @@ public struct ChosenProvider<Engine>: Sendable {
     public var streamFormat: StreamFormat? { entry.streamFormat(settings) }
     public var identityFiles: [URL] { entry.identityFiles(settings) }
     /// `{"provider": name, …what the provider adds}`, for a stage's `provenance`.
-    public var provenance: [String: JSONValue] { entry.provenance(settings).merging(["provider": .string(name)]) { _, b in b } }
+    public var provenance: [String: JSONValue] {
+        entry.provenance(settings).merging(["provider": .string(name)]) { _, b in b }
+    }
 }
 
 /// The providers of one stage kind.
@@ -84,8 +88,11 @@ public struct ProviderRegistry<Engine>: Sendable {
 
     /// The provider the spec's provider block (option `key`) names, with its settings read.
     public func choose(_ options: StageOptions, key: String = "provider") throws -> ChosenProvider<Engine> {
-        guard let (name, providerOptions) = options.provider(key), let entry = entries.first(where: { $0.spec.name == name }) else {
-            throw options.error(key, "expected a provider block naming one of: \(specs.map(\.name).joined(separator: ", "))")
+        guard let (name, providerOptions) = options.provider(key),
+            let entry = entries.first(where: { $0.spec.name == name })
+        else {
+            throw options.error(
+                key, "expected a provider block naming one of: \(specs.map(\.name).joined(separator: ", "))")
         }
         return ChosenProvider(entry: entry, settings: try entry.settings(providerOptions))
     }

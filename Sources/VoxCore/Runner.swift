@@ -25,7 +25,10 @@ public struct ItemResult: Sendable {
     /// Length of the input audio in seconds, when a decoder reported it.
     public var audioSeconds: Double?
 
-    public init(item: InputFile, status: Status, failure: StageFailure? = nil, reason: String? = nil, artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil) {
+    public init(
+        item: InputFile, status: Status, failure: StageFailure? = nil, reason: String? = nil,
+        artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil
+    ) {
         self.item = item
         self.status = status
         self.failure = failure
@@ -100,8 +103,11 @@ public struct Runner: Sendable {
                 // blame an item, or an error of no category, means what the stage needs is not
                 // there: exit 69. The stage goes into the context.
                 let stage = ErrorContext(stageID: node.id, stageKind: node.kind.kind)
-                guard let error = error as? any CategorizedError else { throw VoxError(.unavailable, describe(error), context: stage) }
-                let category: VoxFailure = error.category == .badInput || error.category == .internal ? .unavailable : error.category
+                guard let error = error as? any CategorizedError else {
+                    throw VoxError(.unavailable, describe(error), context: stage)
+                }
+                let category: VoxFailure =
+                    error.category == .badInput || error.category == .internal ? .unavailable : error.category
                 throw VoxError(category, error.message, context: stage)
             }
         }
@@ -137,11 +143,14 @@ public struct Runner: Sendable {
             parts = try plan.expand(item)
         } catch {
             let root = plan.nodes.first { $0.parents.isEmpty }
-            let result = ItemResult(item: item, status: .failed, failure: Self.failure(error, node: root ?? plan.nodes[0]))
+            let result = ItemResult(
+                item: item, status: .failed, failure: Self.failure(error, node: root ?? plan.nodes[0]))
             observer?.handle(.itemFinished(result))
             return [result]
         }
-        if parts.count != 1 || parts.first?.track != nil || parts.first?.window != nil { observer?.handle(.itemSplit(item, tracks: parts.count)) }
+        if parts.count != 1 || parts.first?.track != nil || parts.first?.window != nil {
+            observer?.handle(.itemSplit(item, tracks: parts.count))
+        }
         var results: [ItemResult] = []
         for part in parts {
             guard !Task.isCancelled else { break }
@@ -170,14 +179,18 @@ public struct Runner: Sendable {
         switch options.decision(for: item) {
         case .skip(let manifest):
             let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
-            return ItemResult(item: item, status: .skipped, reason: Self.skipReason(manifest), artifacts: artifacts, audioSeconds: manifest.audioSeconds)
+            return ItemResult(
+                item: item, status: .skipped, reason: Self.skipReason(manifest), artifacts: artifacts,
+                audioSeconds: manifest.audioSeconds)
         case .run(let why):
             reason = why
         }
         if let ledger = options.ledger {
             previousInput = ledger.readManifest(for: item)?.input
             // The ledger will need the input's hash unless the manifest still vouches for it.
-            if let stat = Ledger.fileStat(item.url), previousInput.map({ $0.bytes != stat.bytes || $0.modified != stat.modified }) ?? true {
+            if let stat = Ledger.fileStat(item.url),
+                previousInput.map({ $0.bytes != stat.bytes || $0.modified != stat.modified }) ?? true
+            {
                 ledger.digests.prefetch(item.url)
             }
         }
@@ -225,20 +238,29 @@ public struct Runner: Sendable {
             let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previousInput) }
             try outputs.commit()
             if let ledger = options.ledger, let input {
-                try ledger.record(item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(), audioSeconds: context.facts.audioSeconds)
+                try ledger.record(
+                    item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(),
+                    audioSeconds: context.facts.audioSeconds)
             }
-            return ItemResult(item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(), audioSeconds: context.facts.audioSeconds)
+            return ItemResult(
+                item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(),
+                audioSeconds: context.facts.audioSeconds)
         } catch {
             outputs.discard()
-            var failure = (error as? StageFailure) ?? StageFailure(stageID: "output", kind: "commit", reason: describe(error))
+            var failure =
+                (error as? StageFailure) ?? StageFailure(stageID: "output", kind: "commit", reason: describe(error))
             if Task.isCancelled { failure.reason = "interrupted" }
-            return ItemResult(item: item, status: .failed, failure: failure, seconds: elapsed(), audioSeconds: context.facts.audioSeconds)
+            return ItemResult(
+                item: item, status: .failed, failure: failure, seconds: elapsed(),
+                audioSeconds: context.facts.audioSeconds)
         }
     }
 
     static func failure(_ error: any Error, node: Plan.Node) -> StageFailure {
         if let failure = error as? StageFailure { return failure }
-        if error is CancellationError { return StageFailure(stageID: node.id, kind: node.kind.kind, reason: "cancelled") }
+        if error is CancellationError {
+            return StageFailure(stageID: node.id, kind: node.kind.kind, reason: "cancelled")
+        }
         return StageFailure(stageID: node.id, kind: node.kind.kind, reason: describe(error))
     }
 }

@@ -9,7 +9,9 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
 
     public init(index: Int, count: Int) throws {
         guard count >= 1 else { throw VoxError(.usage, "shard count must be at least 1, got \(count)") }
-        guard (0..<count).contains(index) else { throw VoxError(.usage, "shard index \(index) is outside 0…\(count - 1)") }
+        guard (0..<count).contains(index) else {
+            throw VoxError(.usage, "shard index \(index) is outside 0…\(count - 1)")
+        }
         self.index = index
         self.count = count
     }
@@ -37,16 +39,30 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
         }
         let declaredCount = try count ?? number("VOXPIPE_SHARD_COUNT")
         if let index = try number("JOB_COMPLETION_INDEX") {
-            guard let n = declaredCount else { throw VoxError(.usage, "JOB_COMPLETION_INDEX is set but not the shard count: pass --shard-count N or set VOXPIPE_SHARD_COUNT (the Job's completions)") }
+            guard let n = declaredCount else {
+                throw VoxError(
+                    .usage,
+                    "JOB_COMPLETION_INDEX is set but not the shard count: pass --shard-count N or set "
+                        + "VOXPIPE_SHARD_COUNT (the Job's completions)"
+                )
+            }
             return try Shard(index: index, count: n)
         }
         if let id = try number("SLURM_ARRAY_TASK_ID") {
             let min = try number("SLURM_ARRAY_TASK_MIN") ?? 0
-            guard let n = try declaredCount ?? number("SLURM_ARRAY_TASK_COUNT") else { throw VoxError(.usage, "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT") }
+            guard let n = try declaredCount ?? number("SLURM_ARRAY_TASK_COUNT") else {
+                throw VoxError(.usage, "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT")
+            }
             return try Shard(index: id - min, count: n)
         }
         if let index = try number("AWS_BATCH_JOB_ARRAY_INDEX") {
-            guard let n = declaredCount else { throw VoxError(.usage, "AWS_BATCH_JOB_ARRAY_INDEX is set but not the shard count: pass --shard-count N or set VOXPIPE_SHARD_COUNT (the array size)") }
+            guard let n = declaredCount else {
+                throw VoxError(
+                    .usage,
+                    "AWS_BATCH_JOB_ARRAY_INDEX is set but not the shard count: pass --shard-count N or set "
+                        + "VOXPIPE_SHARD_COUNT (the array size)"
+                )
+            }
             return try Shard(index: index, count: n)
         }
         return nil

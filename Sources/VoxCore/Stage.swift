@@ -73,7 +73,9 @@ public protocol Stage: Sendable {
 }
 
 extension Stage {
-    public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat { input }
+    public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
+        input
+    }
     public func prepare() async throws {}
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { [] }
     public static func expand(_ configuration: Configuration, item: InputFile) throws -> [InputFile]? { nil }
@@ -170,8 +172,10 @@ public struct StageContext: Sendable {
     /// What waits (retries, rate limits) go by.
     public var clock: any VoxClock = SystemClock()
 
-    public init(logger: Logger, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
-                provenance: Provenance = Provenance(), digests: DigestCache = DigestCache()) {
+    public init(
+        logger: Logger, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
+        provenance: Provenance = Provenance(), digests: DigestCache = DigestCache()
+    ) {
         self.logger = logger
         self.rateConversion = rateConversion
         self.lookback = lookback
@@ -192,7 +196,10 @@ public struct Provenance: Sendable {
     /// Every stage's declared provenance, in plan order, each with its `id` and `kind`.
     public var stages: [JSONValue]
 
-    public init(spec: JSONValue? = nil, specFingerprint: String? = nil, software: [String: String] = [:], stages: [JSONValue] = []) {
+    public init(
+        spec: JSONValue? = nil, specFingerprint: String? = nil, software: [String: String] = [:],
+        stages: [JSONValue] = []
+    ) {
         self.spec = spec
         self.specFingerprint = specFingerprint
         self.software = software
@@ -200,7 +207,9 @@ public struct Provenance: Sendable {
     }
 
     /// The declared provenance of the stages of one kind.
-    public func stages(ofKind kind: String) -> [JSONValue] { stages.filter { $0.objectValue?["kind"]?.stringValue == kind } }
+    public func stages(ofKind kind: String) -> [JSONValue] {
+        stages.filter { $0.objectValue?["kind"]?.stringValue == kind }
+    }
 }
 
 /// What a stage gets for one item: the input file, where its outputs go, and a logger with the

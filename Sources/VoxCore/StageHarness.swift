@@ -14,31 +14,44 @@ public struct StageHarness<S: Stage> {
     public let logs: CapturedLogs
 
     /// Configures the stage from spec options, as a spec would.
-    public init(_ type: S.Type, id: String = "stage", options: [String: JSONValue] = [:],
-                outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil, rateConversion: (any RateConversion)? = nil,
-                httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil) throws {
+    public init(
+        _ type: S.Type, id: String = "stage", options: [String: JSONValue] = [:],
+        outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil,
+        rateConversion: (any RateConversion)? = nil,
+        httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil
+    ) throws {
         let base = baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         try validateOptions(options, against: S.options, path: "stages[0]", owner: S.kind)
-        let configuration = try S.configure(StageOptions(stageID: id, path: "stages[0]", baseDirectory: base, values: options, specs: S.options))
+        let configuration = try S.configure(
+            StageOptions(stageID: id, path: "stages[0]", baseDirectory: base, values: options, specs: S.options))
         logs = CapturedLogs()
         var context = StageContext(logger: logs.logger(), rateConversion: rateConversion)
         context.httpTransport = httpTransport
         if let clock { context.clock = clock }
         stage = try S(id: id, configuration: configuration, context: context)
-        self.outputDirectory = outputDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-harness-\(UUID().uuidString)")
-        self.item = item ?? InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "item.wav", outputName: "item")
+        self.outputDirectory =
+            outputDirectory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-harness-\(UUID().uuidString)")
+        self.item =
+            item ?? InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "item.wav", outputName: "item")
     }
 
     /// Feeds `inputs` (the stage's own input type), ends the input, and returns every output.
-    public func run(_ inputs: [S.Input], commit: Bool = true) async throws -> (outputs: [S.Output], facts: ItemFacts) where S.Input: Payload {
+    public func run(_ inputs: [S.Input], commit: Bool = true) async throws -> (outputs: [S.Output], facts: ItemFacts)
+    where S.Input: Payload {
         try await run(inputs.map { $0 as any Payload }, commit: commit)
     }
 
     /// Feeds `inputs`, ends the input, and returns every output in order. When `commit` is set,
     /// reserved output files are moved into place as the runner would on success.
-    public func run(_ inputs: [any Payload], commit: Bool = true) async throws -> (outputs: [S.Output], facts: ItemFacts) {
+    public func run(
+        _ inputs: [any Payload], commit: Bool = true
+    ) async throws -> (outputs: [S.Output], facts: ItemFacts) {
         for (i, input) in inputs.enumerated() where S.Input(payload: input) == nil {
-            throw HarnessError("input \(i) is \(type(of: input).payloadType), which \(S.kind) does not take (it takes \(S.Input.accepted.map(\.rawValue).joined(separator: " | ")))")
+            throw HarnessError(
+                "input \(i) is \(type(of: input).payloadType), which \(S.kind) does not take (it takes "
+                    + "\(S.Input.accepted.map(\.rawValue).joined(separator: " | ")))"
+            )
         }
         try await stage.prepare()
         let inbox = PayloadChannel()
@@ -129,7 +142,8 @@ public final class CapturedLogs: @unchecked Sendable {
         func log(event: LogEvent) {
             var all = metadata
             if let extra = event.metadata { all.merge(extra) { $1 } }
-            store.append(Record(level: event.level, message: event.message.description, metadata: all.mapValues { "\($0)" }))
+            store.append(
+                Record(level: event.level, message: event.message.description, metadata: all.mapValues { "\($0)" }))
         }
     }
 }

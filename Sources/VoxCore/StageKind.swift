@@ -32,7 +32,9 @@ public struct StageKind: Sendable {
         factsUsed = S.factsUsed
         configure = { try S.configure($0) }
         outputFormat = { configuration, input in
-            guard let c = configuration as? S.Configuration else { throw VoxError(.internal, "configuration type mismatch for \(S.kind)") }
+            guard let c = configuration as? S.Configuration else {
+                throw VoxError(.internal, "configuration type mismatch for \(S.kind)")
+            }
             return try S.outputFormat(c, input: input)
         }
         expand = { configuration, item in
@@ -46,7 +48,9 @@ public struct StageKind: Sendable {
             (configuration as? S.Configuration).map { S.plannedOutputs($0, id: id, input: input) } ?? []
         }
         instantiate = { id, configuration, context in
-            guard let c = configuration as? S.Configuration else { throw VoxError(.internal, "configuration type mismatch for \(S.kind)") }
+            guard let c = configuration as? S.Configuration else {
+                throw VoxError(.internal, "configuration type mismatch for \(S.kind)")
+            }
             return StageBox(stage: try S(id: id, configuration: c, context: context))
         }
     }

@@ -42,7 +42,8 @@ public struct OptionSpec: Sendable {
         case .string: "string"
         case .path: "path"
         case .choice(let c): c.map { "\"\($0)\"" }.joined(separator: " | ")
-        case .integerOrChoice(let r, let c): "integer \(r.lowerBound)…\(r.upperBound) | " + c.map { "\"\($0)\"" }.joined(separator: " | ")
+        case .integerOrChoice(let r, let c):
+            "integer \(r.lowerBound)…\(r.upperBound) | " + c.map { "\"\($0)\"" }.joined(separator: " | ")
         case .choices(let c): "[" + c.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
         case .provider(let p): "provider: " + p.map(\.name).joined(separator: " | ")
         }
@@ -59,38 +60,61 @@ public struct OptionSpec: Sendable {
             guard range.contains(i) else { throw fail("\(i) is out of range \(range.lowerBound)…\(range.upperBound)") }
         case .number(let range):
             guard let n = value.numberValue else { throw fail("expected a number, got \(value.typeDescription)") }
-            guard range.contains(n) else { throw fail("\(format(n)) is out of range \(format(range.lowerBound))…\(format(range.upperBound))") }
+            guard range.contains(n) else {
+                throw fail("\(format(n)) is out of range \(format(range.lowerBound))…\(format(range.upperBound))")
+            }
         case .boolean:
             guard value.boolValue != nil else { throw fail("expected a boolean, got \(value.typeDescription)") }
         case .string, .path:
             guard let s = value.stringValue else { throw fail("expected a string, got \(value.typeDescription)") }
             if case .path = kind, s.isEmpty { throw fail("expected a path, got an empty string") }
         case .choice(let choices):
-            guard let s = value.stringValue else { throw fail("expected one of \(typeDescription), got \(value.typeDescription)") }
+            guard let s = value.stringValue else {
+                throw fail("expected one of \(typeDescription), got \(value.typeDescription)")
+            }
             guard choices.contains(s) else { throw fail("\"\(s)\" is not one of \(typeDescription)") }
         case .integerOrChoice(let range, let choices):
             if let s = value.stringValue {
                 guard choices.contains(s) else { throw fail("\"\(s)\" is not one of \(typeDescription)") }
             } else if let n = value.numberValue, let i = Int(exactly: n) {
-                guard range.contains(i) else { throw fail("\(i) is out of range \(range.lowerBound)…\(range.upperBound)") }
+                guard range.contains(i) else {
+                    throw fail("\(i) is out of range \(range.lowerBound)…\(range.upperBound)")
+                }
             } else {
                 throw fail("expected \(typeDescription), got \(value.typeDescription)")
             }
         case .choices(let choices):
-            guard let array = value.arrayValue else { throw fail("expected an array of strings, got \(value.typeDescription)") }
-            if array.isEmpty { throw fail("expected at least one of \(choices.map { "\"\($0)\"" }.joined(separator: ", "))") }
+            guard let array = value.arrayValue else {
+                throw fail("expected an array of strings, got \(value.typeDescription)")
+            }
+            if array.isEmpty {
+                throw fail("expected at least one of \(choices.map { "\"\($0)\"" }.joined(separator: ", "))")
+            }
             for (i, element) in array.enumerated() {
                 guard let s = element.stringValue, choices.contains(s) else {
-                    throw VoxError(.invalidSpec, "\(path)[\(i)]: expected one of \(choices.map { "\"\($0)\"" }.joined(separator: " | "))")
+                    throw VoxError(
+                        .invalidSpec,
+                        "\(path)[\(i)]: expected one of \(choices.map { "\"\($0)\"" }.joined(separator: " | "))")
                 }
             }
         case .provider(let providers):
-            guard let object = value.objectValue else { throw fail("expected an object with a \"name\", got \(value.typeDescription)") }
-            guard let name = object["name"]?.stringValue else { throw VoxError(.invalidSpec, "\(path).name: expected a provider name: \(providers.map(\.name).joined(separator: ", "))") }
-            guard let provider = providers.first(where: { $0.name == name }) else {
-                throw VoxError(.invalidSpec, "\(path).name: unknown provider \"\(name)\" (known: \(providers.map(\.name).joined(separator: ", ")))")
+            guard let object = value.objectValue else {
+                throw fail("expected an object with a \"name\", got \(value.typeDescription)")
             }
-            try validateOptions(object.filter { $0.key != "name" }, against: provider.options, path: path, owner: "provider \(name)")
+            guard let name = object["name"]?.stringValue else {
+                throw VoxError(
+                    .invalidSpec,
+                    "\(path).name: expected a provider name: \(providers.map(\.name).joined(separator: ", "))")
+            }
+            guard let provider = providers.first(where: { $0.name == name }) else {
+                throw VoxError(
+                    .invalidSpec,
+                    "\(path).name: unknown provider \"\(name)\" (known: "
+                        + "\(providers.map(\.name).joined(separator: ", ")))"
+                )
+            }
+            try validateOptions(
+                object.filter { $0.key != "name" }, against: provider.options, path: path, owner: "provider \(name)")
         }
     }
 }
@@ -112,7 +136,9 @@ public struct ProviderSpec: Sendable {
 func validateOptions(_ values: [String: JSONValue], against specs: [OptionSpec], path: String, owner: String) throws {
     for key in values.keys.sorted() where !specs.contains(where: { $0.name == key }) {
         let known = specs.map(\.name).joined(separator: ", ")
-        throw VoxError(.invalidSpec, "\(path).\(key): unknown option for \(owner)" + (known.isEmpty ? " (it takes none)" : " (known: \(known))"))
+        throw VoxError(
+            .invalidSpec,
+            "\(path).\(key): unknown option for \(owner)" + (known.isEmpty ? " (it takes none)" : " (known: \(known))"))
     }
     for spec in specs {
         if let value = values[spec.name] { try spec.validate(value, path: "\(path).\(spec.name)") }
@@ -170,11 +196,15 @@ public struct StageOptions: Sendable {
     /// The options of a provider block, validated against the provider's declarations.
     public func provider(_ name: String = "provider") -> (name: String, options: StageOptions)? {
         guard let object = value(name)?.objectValue, let providerName = object["name"]?.stringValue,
-              let spec = specs.first(where: { $0.name == name }), case .provider(let providers) = spec.kind,
-              let provider = providers.first(where: { $0.name == providerName })
+            let spec = specs.first(where: { $0.name == name }), case .provider(let providers) = spec.kind,
+            let provider = providers.first(where: { $0.name == providerName })
         else { return nil }
-        return (providerName, StageOptions(stageID: stageID, path: "\(path).\(name)", baseDirectory: baseDirectory,
-                                           values: object.filter { $0.key != "name" }, specs: provider.options))
+        return (
+            providerName,
+            StageOptions(
+                stageID: stageID, path: "\(path).\(name)", baseDirectory: baseDirectory,
+                values: object.filter { $0.key != "name" }, specs: provider.options)
+        )
     }
 
     /// An invalid-spec error about one option, naming its JSON path.

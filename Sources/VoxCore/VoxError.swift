@@ -84,7 +84,10 @@ extension CategorizedError {
     /// The same error with the stage it passed through recorded (an inner context wins).
     public func inStage(_ id: String, kind: String) -> Self {
         var copy = self
-        if copy.context.stageID == nil { copy.context.stageID = id; copy.context.stageKind = kind }
+        if copy.context.stageID == nil {
+            copy.context.stageID = id
+            copy.context.stageKind = kind
+        }
         return copy
     }
 

@@ -9,7 +9,9 @@ public enum WAVData {
         let channels = UInt16(format.channels), rate = UInt32(format.sampleRate)
         let dataBytes = UInt32(samples.count * 2)
         var d = Data("RIFF".utf8) + le32(36 + dataBytes) + Data("WAVE".utf8)
-        d += Data("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate) + le32(rate * UInt32(channels) * 2) + le16(channels * 2) + le16(16)
+        d +=
+            Data("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate) + le32(rate * UInt32(channels) * 2)
+            + le16(channels * 2) + le16(16)
         d += Data("data".utf8) + le32(dataBytes)
         var pcm = samples.map { int16($0).littleEndian }
         d += pcm.withUnsafeMutableBytes { Data($0) }
@@ -25,9 +27,12 @@ public enum WAVData {
     /// Reads a 16-bit PCM WAV; nil when it is not one.
     public static func decodePCM16(_ data: Data) -> (format: AudioFormat, samples: [Float])? {
         let bytes = [UInt8](data)
-        func u32(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2]) << 16 | Int(bytes[i + 3]) << 24 }
+        func u32(_ i: Int) -> Int {
+            Int(bytes[i]) | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2]) << 16 | Int(bytes[i + 3]) << 24
+        }
         func u16(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 }
-        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WAVE".utf8) else { return nil }
+        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WAVE".utf8)
+        else { return nil }
         var offset = 12
         var format: AudioFormat?
         while offset + 8 <= bytes.count {
@@ -35,7 +40,8 @@ public enum WAVData {
             var size = u32(offset + 4)
             let body = offset + 8
             if id == "fmt ", body + 16 <= bytes.count {
-                guard u16(body) == 1 || u16(body) == 0xFFFE, u16(body + 14) == 16, u16(body + 2) > 0, u32(body + 4) > 0 else { return nil }
+                guard u16(body) == 1 || u16(body) == 0xFFFE, u16(body + 14) == 16, u16(body + 2) > 0, u32(body + 4) > 0
+                else { return nil }
                 format = AudioFormat(sampleRate: u32(body + 4), channels: u16(body + 2))
             } else if id == "data", let format {
                 // Streamed WAVs may say 0 or 0xFFFFFFFF: take what is there.

@@ -12,7 +12,11 @@ public func xmlEscaped(_ text: String) -> String {
         case "'": out += "&apos;"
         case "\n", "\t", "\r": out += "&#\(scalar.value);"
         default:
-            if scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF { out += "?" } else { out.unicodeScalars.append(scalar) }
+            if scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF {
+                out += "?"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
         }
     }
     return out

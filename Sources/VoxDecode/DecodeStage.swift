@@ -44,15 +44,39 @@ public struct DecodeStage: Stage {
     public static let kind = "decode"
     public static let summary = "Reads an audio file in blocks: libsndfile formats, others through ffmpeg."
     public static let options: [OptionSpec] = [
-        OptionSpec("blockFrames", .integer(256...1_048_576), default: 65536, help: "Frames per block passed downstream."),
-        OptionSpec("maxChannels", .integer(1...1024), default: 64, help: "Files with more channels fail (a guard against corrupt headers)."),
+        OptionSpec(
+            "blockFrames", .integer(256...1_048_576), default: 65536, help: "Frames per block passed downstream."),
+        OptionSpec(
+            "maxChannels", .integer(1...1024), default: 64,
+            help: "Files with more channels fail (a guard against corrupt headers)."),
         OptionSpec("maxHours", .number(0.001...1000), default: 48, help: "Files declaring longer audio fail."),
-        OptionSpec("fallback", .choice(["ffmpeg", "none"]), default: "ffmpeg", help: "Decoder for formats libsndfile cannot read (m4a/AAC, webm)."),
-        OptionSpec("channels", .choice(["keep", "split"]), default: "keep", help: "split: one item per channel (seat), named from the report's seat map; later stages and outputs run per track."),
-        OptionSpec("seats", .choice(["all", "reported"]), default: "all", help: "With split: every seat, or only the reported user's."),
-        OptionSpec("sidecar", .choice(SidecarPolicy.allCases.map(\.rawValue)), default: "optional", help: "The upload's report sidecar X.json: optional, required (missing or malformed fails the item) or ignore."),
-        OptionSpec("windowSeconds", .number(1...86400), default: 300, help: "When the sidecar's reports name moments: each is an item of this many seconds before its moment (a report's own \"seconds\" wins)."),
-        OptionSpec("debounceSeconds", .number(0...3600), default: 10, help: "Reports of one user whose moments are this close share one window (repeated taps)."),
+        OptionSpec(
+            "fallback", .choice(["ffmpeg", "none"]), default: "ffmpeg",
+            help: "Decoder for formats libsndfile cannot read (m4a/AAC, webm)."),
+        OptionSpec(
+            "channels", .choice(["keep", "split"]), default: "keep",
+            help:
+                "split: one item per channel (seat), named from the report's seat map; later stages and outputs run "
+                + "per track."
+        ),
+        OptionSpec(
+            "seats", .choice(["all", "reported"]), default: "all",
+            help: "With split: every seat, or only the reported user's."),
+        OptionSpec(
+            "sidecar", .choice(SidecarPolicy.allCases.map(\.rawValue)), default: "optional",
+            help:
+                "The upload's report sidecar X.json: optional, required (missing or malformed fails the item) or "
+                + "ignore."
+        ),
+        OptionSpec(
+            "windowSeconds", .number(1...86400), default: 300,
+            help:
+                "When the sidecar's reports name moments: each is an item of this many seconds before its moment (a "
+                + "report's own \"seconds\" wins)."
+        ),
+        OptionSpec(
+            "debounceSeconds", .number(0...3600), default: 10,
+            help: "Reports of one user whose moments are this close share one window (repeated taps)."),
     ]
 
     /// The decoding library's version, for provenance records.
@@ -63,12 +87,16 @@ public struct DecodeStage: Stage {
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
         let split = options.string("channels") == "split"
-        if !split && options.isSet("seats") { throw options.error("seats", "applies with \"channels\": \"split\" only") }
-        return Configuration(blockFrames: options.int("blockFrames") ?? 65536, maxChannels: options.int("maxChannels") ?? 64,
-                             maxHours: options.double("maxHours") ?? 48, ffmpegFallback: options.string("fallback") != "none",
-                             split: split, reportedSeatsOnly: options.string("seats") == "reported",
-                             sidecar: options.choice("sidecar", as: SidecarPolicy.self) ?? .optional,
-                             windowSeconds: options.double("windowSeconds") ?? 300, debounceSeconds: options.double("debounceSeconds") ?? 10)
+        if !split && options.isSet("seats") {
+            throw options.error("seats", "applies with \"channels\": \"split\" only")
+        }
+        return Configuration(
+            blockFrames: options.int("blockFrames") ?? 65536, maxChannels: options.int("maxChannels") ?? 64,
+            maxHours: options.double("maxHours") ?? 48, ffmpegFallback: options.string("fallback") != "none",
+            split: split, reportedSeatsOnly: options.string("seats") == "reported",
+            sidecar: options.choice("sidecar", as: SidecarPolicy.self) ?? .optional,
+            windowSeconds: options.double("windowSeconds") ?? 300,
+            debounceSeconds: options.double("debounceSeconds") ?? 10)
     }
 
     /// The source's format and length, and the report sidecar's fields.
@@ -80,7 +108,9 @@ public struct DecodeStage: Stage {
     /// moments, one per report window (per seat), named by report id, reports of one user within
     /// `debounceSeconds` folded into one.
     public static func expand(_ configuration: Configuration, item: InputFile) throws -> [InputFile]? {
-        let report = configuration.split || configuration.sidecar != .ignore ? try loadSidecar(for: item, policy: configuration.sidecar, logger: nil) : nil
+        let report =
+            configuration.split || configuration.sidecar != .ignore
+            ? try loadSidecar(for: item, policy: configuration.sidecar, logger: nil) : nil
         let reports = report?.reports ?? []
         let placed = reports.contains { $0.moment != nil }
         guard configuration.split || placed else { return nil }
@@ -88,17 +118,27 @@ public struct DecodeStage: Stage {
         var items = [item]
         if configuration.split {
             guard (1...configuration.maxChannels).contains(probe.channels) else {
-                throw DecodeError(.outOfBounds, "\(probe.channels) channels is outside 1…maxChannels (\(configuration.maxChannels))")
+                throw DecodeError(
+                    .outOfBounds, "\(probe.channels) channels is outside 1…maxChannels (\(configuration.maxChannels))")
             }
             let seats = report?.seats ?? [:]
             var tracks = (0..<probe.channels).map { c in
-                InputFile.Track(channel: c, name: seats[c].map { "seat\(c)-\(safeName($0))" } ?? "channel\(c)", user: seats[c])
+                InputFile.Track(
+                    channel: c, name: seats[c].map { "seat\(c)-\(safeName($0))" } ?? "channel\(c)", user: seats[c])
             }
             if configuration.reportedSeatsOnly {
                 let users = Set(reports.compactMap(\.reportedUser))
-                guard !users.isEmpty else { throw DecodeError(.unreadable, "seats \"reported\" needs a report sidecar naming the reportedUser") }
+                guard !users.isEmpty else {
+                    throw DecodeError(.unreadable, "seats \"reported\" needs a report sidecar naming the reportedUser")
+                }
                 tracks = tracks.filter { $0.user.map(users.contains) ?? false }
-                guard !tracks.isEmpty else { throw DecodeError(.unreadable, "the report names \(users.sorted().joined(separator: ", ")), but no seat of the seat map is theirs") }
+                guard !tracks.isEmpty else {
+                    throw DecodeError(
+                        .unreadable,
+                        "the report names \(users.sorted().joined(separator: ", ")), but no seat of the seat map is "
+                            + "theirs"
+                    )
+                }
             }
             items = tracks.map(item.forTrack)
         }
@@ -107,17 +147,22 @@ public struct DecodeStage: Stage {
             // A seat's windows are the reports about its user; a seat nobody reported (or the
             // whole mix) gets every report's window.
             let own = reports.filter { $0.reportedUser != nil && $0.reportedUser == part.track?.user }
-            return windows(own.isEmpty ? reports : own, length: probe.seconds, configuration: configuration).map(part.forWindow)
+            return windows(own.isEmpty ? reports : own, length: probe.seconds, configuration: configuration).map(
+                part.forWindow)
         }
     }
 
     /// Report windows: each ends at its report's moment (the end of the recording for a report
     /// without one); a user's reports within `debounceSeconds` of the one before fold into one
     /// window ending at the latest (as long as the longest asked), listing every id.
-    static func windows(_ reports: [ReportSidecar.Report], length: Double?, configuration: Configuration) -> [InputFile.Window] {
+    static func windows(
+        _ reports: [ReportSidecar.Report], length: Double?, configuration: Configuration
+    ) -> [InputFile.Window] {
         var out: [InputFile.Window] = []
         var lastOfUser: [String: (index: Int, moment: Double)] = [:]
-        let ordered = reports.enumerated().map { (i, r) in (r, r.moment ?? length ?? 0, i) }.sorted { ($0.1, $0.2) < ($1.1, $1.2) }
+        let ordered = reports.enumerated().map { (i, r) in (r, r.moment ?? length ?? 0, i) }.sorted {
+            ($0.1, $0.2) < ($1.1, $1.2)
+        }
         for (report, moment, _) in ordered {
             let seconds = report.seconds ?? configuration.windowSeconds
             let user = report.reportedUser ?? ""
@@ -130,7 +175,9 @@ public struct DecodeStage: Stage {
             }
             var name = safeName(report.id)
             while out.contains(where: { $0.name == name }) { name += "_" }
-            out.append(InputFile.Window(name: name, reportIDs: [report.id], end: min(moment, length ?? moment), seconds: seconds))
+            out.append(
+                InputFile.Window(
+                    name: name, reportIDs: [report.id], end: min(moment, length ?? moment), seconds: seconds))
             lastOfUser[user] = (out.count - 1, moment)
         }
         return out
@@ -138,7 +185,12 @@ public struct DecodeStage: Stage {
 
     /// A user id as a folder-name part: letters, digits, '.', '-', '_' kept, the rest '_'.
     static func safeName(_ s: String) -> String {
-        String(s.unicodeScalars.map { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) ? Character($0) : "_" })
+        String(
+            s.unicodeScalars.map {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
+                    ? Character($0) : "_"
+            })
     }
 
     static func loadSidecar(for item: InputFile, policy: SidecarPolicy, logger: Logger?) throws -> ReportSidecar? {
@@ -152,7 +204,9 @@ public struct DecodeStage: Stage {
             do {
                 return try ReportSidecar.load(item.sidecarURL)
             } catch {
-                logger?.warning("ignoring a malformed report sidecar: \(describe(error))", metadata: ["item.path": .string(item.relativePath)])
+                logger?.warning(
+                    "ignoring a malformed report sidecar: \(describe(error))",
+                    metadata: ["item.path": .string(item.relativePath)])
                 return nil
             }
         }
@@ -161,9 +215,14 @@ public struct DecodeStage: Stage {
     /// The file's channel count and length in seconds (when its header says), without decoding.
     static func probe(_ url: URL, ffmpegFallback: Bool) throws -> (channels: Int, seconds: Double?) {
         if let reader = try? SndFileReader(url: url) {
-            return (reader.format.channels, reader.format.sampleRate > 0 ? Double(reader.frames) / Double(reader.format.sampleRate) : nil)
+            return (
+                reader.format.channels,
+                reader.format.sampleRate > 0 ? Double(reader.frames) / Double(reader.format.sampleRate) : nil
+            )
         }
-        guard ffmpegFallback, let tools = FFmpegReader.tools() else { throw DecodeError(.unreadable, "libsndfile cannot read this file, and ffmpeg is not there to try") }
+        guard ffmpegFallback, let tools = FFmpegReader.tools() else {
+            throw DecodeError(.unreadable, "libsndfile cannot read this file, and ffmpeg is not there to try")
+        }
         let probed = try FFmpegReader.probe(url: url, ffprobe: tools.ffprobe)
         return (probed.format.channels, probed.duration)
     }
@@ -186,7 +245,8 @@ public struct DecodeStage: Stage {
             if configuration.split && file.track == nil {
                 throw DecodeError(.unreadable, "channels \"split\" needs the item's tracks (run it through the runner)")
             }
-            item.facts.report = try Self.loadSidecar(for: file, policy: configuration.sidecar, logger: item.logger)?.fields
+            item.facts.report = try Self.loadSidecar(for: file, policy: configuration.sidecar, logger: item.logger)?
+                .fields
             try await decode(file, into: output, facts: item.facts)
         }
     }
@@ -208,7 +268,9 @@ public struct DecodeStage: Stage {
         facts.audioSeconds = source.frames.map { Double($0) / Double(rate) }
         facts.sourceFormat = source.format
         if let track = file.track, track.channel >= source.format.channels {
-            throw DecodeError(.outOfBounds, "track \(track.name) is channel \(track.channel), but the file has \(source.format.channels)")
+            throw DecodeError(
+                .outOfBounds,
+                "track \(track.name) is channel \(track.channel), but the file has \(source.format.channels)")
         }
 
         var offset: Int64 = 0
@@ -220,13 +282,17 @@ public struct DecodeStage: Stage {
             let startSecond = (window.start - Self.seekMargin).rounded(.down)
             if startSecond > 0, let seek = source.seek, seek(Int64(startSecond) * Int64(rate)) {
                 offset = Int64(startSecond) * Int64(rate)
-                logger.debug("seeked to the report window", metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
+                logger.debug(
+                    "seeked to the report window",
+                    metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
             }
         } else if let lookback, let frames = source.frames, let seek = source.seek {
             let startSecond = (Double(frames) / Double(rate) - lookback - Self.seekMargin).rounded(.down)
             if startSecond > 0, seek(Int64(startSecond) * Int64(rate)) {
                 offset = Int64(startSecond) * Int64(rate)
-                logger.debug("seeked past what no stage needs", metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
+                logger.debug(
+                    "seeked past what no stage needs",
+                    metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
             }
         }
         let firstFrame = offset
@@ -236,7 +302,9 @@ public struct DecodeStage: Stage {
             var want = configuration.blockFrames
             if let endFrame { want = Int(max(0, min(Int64(want), endFrame - offset))) }
             var samples = want > 0 ? try source.read(want) : []
-            if let track = file.track { samples = Self.channel(track.channel, of: samples, channels: source.format.channels) }
+            if let track = file.track {
+                samples = Self.channel(track.channel, of: samples, channels: source.format.channels)
+            }
             if samples.isEmpty && sent { break }
             let block = AudioBlock(format: outFormat, samples: samples, frameOffset: offset)
             offset += Int64(block.frames)
@@ -244,7 +312,9 @@ public struct DecodeStage: Stage {
             sent = true
             if samples.isEmpty { break }
         }
-        if source.frames == nil || file.window != nil { facts.audioSeconds = Double(offset - firstFrame) / Double(rate) }
+        if source.frames == nil || file.window != nil {
+            facts.audioSeconds = Double(offset - firstFrame) / Double(rate)
+        }
     }
 
     /// One channel of interleaved samples.
@@ -271,8 +341,9 @@ public struct DecodeStage: Stage {
     func open(_ url: URL, tools: (ffmpeg: URL, ffprobe: URL)? = FFmpegReader.tools()) throws -> Source {
         do {
             let reader = try SndFileReader(url: url)
-            return Source(format: reader.format, frames: reader.frames, read: { try reader.read(maxFrames: $0) },
-                          seek: reader.seeksExactly ? { reader.seek(toFrame: $0) } : nil)
+            return Source(
+                format: reader.format, frames: reader.frames, read: { try reader.read(maxFrames: $0) },
+                seek: reader.seeksExactly ? { reader.seek(toFrame: $0) } : nil)
         } catch let error as SndFileOpenError {
             // libsndfile's open errors do not reliably separate "unknown format" from "corrupt"
             // (a text file named .mp3 is "not a regular file"), so ffmpeg gets every file it refused.
@@ -281,13 +352,19 @@ public struct DecodeStage: Stage {
                 throw DecodeError(.unreadable, "unsupported or damaged audio file (libsndfile: \(error.message))")
             }
             guard let tools else {
-                throw DecodeError(.needsFFmpeg, "libsndfile cannot read this file (\(error.message)); if it is m4a/AAC, webm or another container, install ffmpeg (apt-get install ffmpeg) to decode it")
+                throw DecodeError(
+                    .needsFFmpeg,
+                    "libsndfile cannot read this file (\(error.message)); if it is m4a/AAC, webm or another "
+                        + "container, install ffmpeg (apt-get install ffmpeg) to decode it"
+                )
             }
             let reader: FFmpegReader
             do {
                 reader = try FFmpegReader(url: url, ffmpeg: tools.ffmpeg, ffprobe: tools.ffprobe)
             } catch let ffmpegError as DecodeError {
-                throw DecodeError(.unreadable, "unsupported or damaged audio file (\(ffmpegError.message); libsndfile: \(error.message))")
+                throw DecodeError(
+                    .unreadable,
+                    "unsupported or damaged audio file (\(ffmpegError.message); libsndfile: \(error.message))")
             }
             // ffprobe reports what the file declares: a length beyond 64 bits of frames (or not
             // finite) is unknown, not a trap.
@@ -299,18 +376,24 @@ public struct DecodeStage: Stage {
     func check(_ format: AudioFormat, frames: Int64?) throws {
         guard format.channels >= 1 else { throw DecodeError(.outOfBounds, "the file declares no audio channels") }
         guard format.channels <= configuration.maxChannels else {
-            throw DecodeError(.outOfBounds, "\(format.channels) channels is more than maxChannels (\(configuration.maxChannels))")
+            throw DecodeError(
+                .outOfBounds, "\(format.channels) channels is more than maxChannels (\(configuration.maxChannels))")
         }
         guard Self.sampleRates.contains(format.sampleRate) else {
             throw DecodeError(.outOfBounds, "sample rate \(format.sampleRate) Hz is outside 1 Hz…768 kHz")
         }
         if let frames {
-            guard frames >= 0, frames != Int64.max else { throw DecodeError(.outOfBounds, "the file's length is unknown") }
+            guard frames >= 0, frames != Int64.max else {
+                throw DecodeError(.outOfBounds, "the file's length is unknown")
+            }
             let hours = Double(frames) / Double(format.sampleRate) / 3600
             guard hours <= configuration.maxHours else {
-                throw DecodeError(.outOfBounds, String(format: "the file declares %.1f hours of audio, more than maxHours (%g)", hours, configuration.maxHours))
+                throw DecodeError(
+                    .outOfBounds,
+                    String(
+                        format: "the file declares %.1f hours of audio, more than maxHours (%g)", hours,
+                        configuration.maxHours))
             }
         }
     }
 }
-

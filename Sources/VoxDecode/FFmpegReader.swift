@@ -13,7 +13,9 @@ final class FFmpegReader {
     private let path: String
 
     /// Finds `ffmpeg` and `ffprobe` on PATH; nil when either is missing.
-    static func tools(environment: [String: String] = ProcessInfo.processInfo.environment) -> (ffmpeg: URL, ffprobe: URL)? {
+    static func tools(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> (ffmpeg: URL, ffprobe: URL)? {
         let path = environment["PATH"] ?? "/usr/bin:/bin"
         func find(_ name: String) -> URL? {
             for dir in path.split(separator: ":") {
@@ -28,15 +30,25 @@ final class FFmpegReader {
 
     /// The format and duration of the first audio stream, from ffprobe.
     static func probe(url: URL, ffprobe: URL) throws -> (format: AudioFormat, duration: Double?) {
-        let probe = try Self.capture(ffprobe, ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate,channels:format=duration",
-                                                "-of", "default=noprint_wrappers=1", url.path])
-        guard probe.status == 0 else { throw DecodeError(.ffmpegFailed, "ffprobe: \(Self.lastLine(probe.stderr, path: url.path, fallback: "exit status \(probe.status)"))") }
+        let probe = try Self.capture(
+            ffprobe,
+            [
+                "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate,channels:format=duration",
+                "-of", "default=noprint_wrappers=1", url.path,
+            ])
+        guard probe.status == 0 else {
+            throw DecodeError(
+                .ffmpegFailed,
+                "ffprobe: \(Self.lastLine(probe.stderr, path: url.path, fallback: "exit status \(probe.status)"))")
+        }
         var fields: [String: String] = [:]
         for line in probe.stdout.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
             if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
         }
-        guard let rate = fields["sample_rate"].flatMap({ Int($0) }), let channels = fields["channels"].flatMap({ Int($0) }) else {
+        guard let rate = fields["sample_rate"].flatMap({ Int($0) }),
+            let channels = fields["channels"].flatMap({ Int($0) })
+        else {
             throw DecodeError(.unreadable, "no audio stream found (ffprobe)")
         }
         return (AudioFormat(sampleRate: rate, channels: channels), fields["duration"].flatMap { Double($0) })
@@ -46,12 +58,15 @@ final class FFmpegReader {
         (format, duration) = try Self.probe(url: url, ffprobe: ffprobe)
         path = url.path
 
-        stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-ffmpeg-\(UUID().uuidString).log")
+        stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "voxpipe-ffmpeg-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         let pipe = Pipe()
         process = Process()
         process.executableURL = ffmpeg
-        process.arguments = ["-nostdin", "-v", "error", "-i", url.path, "-map", "0:a:0", "-f", "f32le", "-acodec", "pcm_f32le", "-"]
+        process.arguments = [
+            "-nostdin", "-v", "error", "-i", url.path, "-map", "0:a:0", "-f", "f32le", "-acodec", "pcm_f32le", "-",
+        ]
         process.standardOutput = pipe
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         process.standardInput = FileHandle.nullDevice
@@ -83,12 +98,16 @@ final class FFmpegReader {
             process.waitUntilExit()
             if process.terminationStatus != 0 {
                 let log = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
-                throw DecodeError(.ffmpegFailed, "ffmpeg: \(Self.lastLine(log, path: path, fallback: "exit status \(process.terminationStatus)"))")
+                throw DecodeError(
+                    .ffmpegFailed,
+                    "ffmpeg: \(Self.lastLine(log, path: path, fallback: "exit status \(process.terminationStatus)"))")
             }
             return []
         }
         var samples = [Float](repeating: 0, count: usable / 4)
-        samples.withUnsafeMutableBytes { dst in pending.withUnsafeBytes { src in dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[0..<usable])) } }
+        samples.withUnsafeMutableBytes { dst in
+            pending.withUnsafeBytes { src in dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[0..<usable])) }
+        }
         pending.removeSubrange(0..<usable)
         return samples
     }
@@ -118,6 +137,9 @@ final class FFmpegReader {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        return (
+            process.terminationStatus, String(decoding: outData, as: UTF8.self),
+            String(decoding: errData, as: UTF8.self)
+        )
     }
 }

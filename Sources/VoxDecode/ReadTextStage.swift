@@ -20,10 +20,14 @@ public struct ReadTextStage: Stage {
     }
 
     public static let kind = "read-text"
-    public static let summary = "Reads text inputs (.txt, one utterance a line; whisper-style .json) as transcripts, for pipelines without audio."
+    public static let summary =
+        "Reads text inputs (.txt, one utterance a line; whisper-style .json) as transcripts, for pipelines without "
+        + "audio."
     public static let options: [OptionSpec] = [
         OptionSpec("language", .string, help: "Language of the text (de, en, …), when a .json does not give one."),
-        OptionSpec("maxBytes", .integer(1...1_073_741_824), default: 16_777_216, help: "Larger files fail (a guard against a wrong input)."),
+        OptionSpec(
+            "maxBytes", .integer(1...1_073_741_824), default: 16_777_216,
+            help: "Larger files fail (a guard against a wrong input)."),
     ]
     public static let inputExtensions: Set<String> = ["txt", "json"]
 
@@ -44,8 +48,12 @@ public struct ReadTextStage: Stage {
     /// The file's turns, in order.
     func read(_ file: InputFile) throws -> [Transcript] {
         let size = (try? FileManager.default.attributesOfItem(atPath: file.url.path)[.size] as? NSNumber)?.intValue ?? 0
-        guard size <= configuration.maxBytes else { throw DecodeError(.outOfBounds, "text input of \(size) bytes is over maxBytes \(configuration.maxBytes)") }
-        guard let data = FileManager.default.contents(atPath: file.url.path) else { throw DecodeError(.unreadable, "cannot read the file") }
+        guard size <= configuration.maxBytes else {
+            throw DecodeError(.outOfBounds, "text input of \(size) bytes is over maxBytes \(configuration.maxBytes)")
+        }
+        guard let data = FileManager.default.contents(atPath: file.url.path) else {
+            throw DecodeError(.unreadable, "cannot read the file")
+        }
         guard let text = String(data: data, encoding: .utf8) else { throw DecodeError(.unreadable, "not UTF-8 text") }
         switch file.url.pathExtension.lowercased() {
         case "json": return try turns(json: data)
@@ -56,15 +64,22 @@ public struct ReadTextStage: Stage {
     func lines(_ text: String) -> [Transcript] {
         let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        return lines.enumerated().map { i, line in turn(i, text: line, start: Double(i), end: Double(i + 1), words: [], language: configuration.language) }
+        return lines.enumerated().map { i, line in
+            turn(i, text: line, start: Double(i), end: Double(i + 1), words: [], language: configuration.language)
+        }
     }
 
     func turns(json data: Data) throws -> [Transcript] {
-        guard let object = (try? JSONValue.parse(data))?.objectValue else { throw DecodeError(.unreadable, "not a JSON object (a whisper-style transcript has \"text\" and \"segments\")") }
+        guard let object = (try? JSONValue.parse(data))?.objectValue else {
+            throw DecodeError(
+                .unreadable, "not a JSON object (a whisper-style transcript has \"text\" and \"segments\")")
+        }
         let language = object["language"]?.stringValue ?? configuration.language
         let segments = object["segments"]?.arrayValue ?? []
         if segments.isEmpty {
-            guard let text = object["text"]?.stringValue else { throw DecodeError(.unreadable, "no \"text\" and no \"segments\"") }
+            guard let text = object["text"]?.stringValue else {
+                throw DecodeError(.unreadable, "no \"text\" and no \"segments\"")
+            }
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             return trimmed.isEmpty ? [] : [turn(0, text: trimmed, start: 0, end: 1, words: [], language: language)]
         }
@@ -75,19 +90,29 @@ public struct ReadTextStage: Stage {
             }
             let start = segment["start"]?.numberValue ?? Double(i)
             let end = max(start, segment["end"]?.numberValue ?? start + 1)
-            guard start.isFinite, end.isFinite, start >= 0 else { throw DecodeError(.outOfBounds, "segments[\(i)]: start and end must be times in seconds") }
+            guard start.isFinite, end.isFinite, start >= 0 else {
+                throw DecodeError(.outOfBounds, "segments[\(i)]: start and end must be times in seconds")
+            }
             let words: [Word] = (segment["words"]?.arrayValue ?? []).compactMap { w in
-                guard let o = w.objectValue, let word = o["word"]?.stringValue, let s = o["start"]?.numberValue, let e = o["end"]?.numberValue else { return nil }
-                return Word(text: word.trimmingCharacters(in: .whitespaces), start: s, end: e, confidence: o["probability"]?.numberValue)
+                guard let o = w.objectValue, let word = o["word"]?.stringValue, let s = o["start"]?.numberValue,
+                    let e = o["end"]?.numberValue
+                else { return nil }
+                return Word(
+                    text: word.trimmingCharacters(in: .whitespaces), start: s, end: e,
+                    confidence: o["probability"]?.numberValue)
             }
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            if !trimmed.isEmpty { out.append(turn(out.count, text: trimmed, start: start, end: end, words: words, language: language)) }
+            if !trimmed.isEmpty {
+                out.append(turn(out.count, text: trimmed, start: start, end: end, words: words, language: language))
+            }
         }
         return out
     }
 
     func turn(_ index: Int, text: String, start: Double, end: Double, words: [Word], language: String?) -> Transcript {
-        let chunk = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: start, end: end, index: index, cut: .text)
+        let chunk = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: start, end: end, index: index,
+            cut: .text)
         return Transcript(chunk: chunk, text: text, words: words, language: language, provider: "text", model: nil)
     }
 }

@@ -2,7 +2,8 @@ import Foundation
 import VoxCore
 
 /// What a moderation upload's sidecar (`X.json` beside `X.<ext>`) says about the report. Every
-/// field it has is kept (`fields`) and flows into evidence (as the item fact `report`); these are the ones voxpipe reads.
+/// field it has is kept (`fields`) and flows into evidence (as the item fact `report`); these are the ones voxpipe
+/// reads.
 public struct ReportSidecar: Sendable, Equatable {
     public var fields: [String: JSONValue]
 
@@ -16,11 +17,13 @@ public struct ReportSidecar: Sendable, Equatable {
     public var seats: [Int: String] {
         switch fields["seats"] {
         case .object(let map)?:
-            return Dictionary(uniqueKeysWithValues: map.compactMap { key, value in
-                Int(key).flatMap { k in k >= 0 && String(k) == key ? value.stringValue.map { (k, $0) } : nil }
-            })
+            return Dictionary(
+                uniqueKeysWithValues: map.compactMap { key, value in
+                    Int(key).flatMap { k in k >= 0 && String(k) == key ? value.stringValue.map { (k, $0) } : nil }
+                })
         case .array(let list)?:
-            return Dictionary(uniqueKeysWithValues: list.enumerated().compactMap { i, value in value.stringValue.map { (i, $0) } })
+            return Dictionary(
+                uniqueKeysWithValues: list.enumerated().compactMap { i, value in value.stringValue.map { (i, $0) } })
         default:
             return [:]
         }
@@ -47,9 +50,11 @@ public struct ReportSidecar: Sendable, Equatable {
         return list.enumerated().map { i, r in
             var merged = fields.filter { $0.key != "reports" && $0.key != "seats" }
             merged.merge(r) { _, b in b }
-            let id = merged["reportId"].flatMap { $0.stringValue ?? $0.numberValue.map(Self.idText) } ?? "report\(i + 1)"
-            return Report(id: id, reportedUser: merged["reportedUser"]?.stringValue, moment: Self.moment(merged),
-                          seconds: merged["seconds"]?.numberValue, legalHold: merged["legalHold"]?.boolValue ?? false, fields: r)
+            let id =
+                merged["reportId"].flatMap { $0.stringValue ?? $0.numberValue.map(Self.idText) } ?? "report\(i + 1)"
+            return Report(
+                id: id, reportedUser: merged["reportedUser"]?.stringValue, moment: Self.moment(merged),
+                seconds: merged["seconds"]?.numberValue, legalHold: merged["legalHold"]?.boolValue ?? false, fields: r)
         }
     }
 
@@ -63,7 +68,9 @@ public struct ReportSidecar: Sendable, Equatable {
 
     static func moment(_ report: [String: JSONValue]) -> Double? {
         if let offset = report["offsetSeconds"]?.numberValue { return offset }
-        guard let at = report["reportedAt"]?.stringValue.flatMap(parseDate), let start = report["recordingStartedAt"]?.stringValue.flatMap(parseDate) else { return nil }
+        guard let at = report["reportedAt"]?.stringValue.flatMap(parseDate),
+            let start = report["recordingStartedAt"]?.stringValue.flatMap(parseDate)
+        else { return nil }
         return at.timeIntervalSince(start)
     }
 
@@ -78,22 +85,36 @@ public struct ReportSidecar: Sendable, Equatable {
 
     /// Reads and checks a sidecar; throws with the reason when it is not a report.
     public static func load(_ url: URL) throws -> ReportSidecar {
-        guard let data = FileManager.default.contents(atPath: url.path) else { throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is missing") }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is missing")
+        }
         guard let value = try? JSONValue.parse(data), let object = value.objectValue else {
             throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is not a JSON object")
         }
         for key in ["reportId", "reportedUser", "reporter", "channel", "room", "reportedAt"] {
             guard let v = object[key] else { continue }
             guard v.stringValue != nil || v.numberValue != nil else {
-                throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(key) should be a string, got \(v.typeDescription)")
+                throw VoxError(
+                    .badInput,
+                    "report sidecar \(url.lastPathComponent): \(key) should be a string, got \(v.typeDescription)")
             }
         }
         if let list = object["reports"] {
             guard let reports = list.arrayValue, !reports.isEmpty else {
-                throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): reports should be a list of reports, got \(list.typeDescription)")
+                throw VoxError(
+                    .badInput,
+                    "report sidecar \(url.lastPathComponent): reports should be a list of reports, got "
+                        + "\(list.typeDescription)"
+                )
             }
             for (i, r) in reports.enumerated() {
-                guard r.objectValue != nil else { throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): reports[\(i)] should be an object, got \(r.typeDescription)") }
+                guard r.objectValue != nil else {
+                    throw VoxError(
+                        .badInput,
+                        "report sidecar \(url.lastPathComponent): reports[\(i)] should be an object, got "
+                            + "\(r.typeDescription)"
+                    )
+                }
             }
         }
         let sidecar = ReportSidecar(fields: object)
@@ -101,18 +122,31 @@ public struct ReportSidecar: Sendable, Equatable {
             let at = object["reports"] == nil ? "" : "reports[\(i)]."
             for key in ["offsetSeconds", "seconds"] {
                 if let v = report.fields[key], !(v.numberValue.map { $0.isFinite && $0 >= 0 } ?? false) {
-                    throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(at)\(key) should be a number of seconds ≥ 0, got \(v.typeDescription == "a number" ? "a negative number" : v.typeDescription)")
+                    throw VoxError(
+                        .badInput,
+                        "report sidecar \(url.lastPathComponent): \(at)\(key) should be a number of seconds ≥ 0, got "
+                            + "\(v.typeDescription == "a number" ? "a negative number" : v.typeDescription)"
+                    )
                 }
             }
             if let v = report.fields["legalHold"], v.boolValue == nil {
-                throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(at)legalHold should be true or false, got \(v.typeDescription)")
+                throw VoxError(
+                    .badInput,
+                    "report sidecar \(url.lastPathComponent): \(at)legalHold should be true or false, got "
+                        + "\(v.typeDescription)"
+                )
             }
             if let moment = report.moment, moment < 0 {
-                throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): \(at)reportedAt is before recordingStartedAt")
+                throw VoxError(
+                    .badInput, "report sidecar \(url.lastPathComponent): \(at)reportedAt is before recordingStartedAt")
             }
         }
         if let seats = object["seats"], seats.objectValue == nil && seats.arrayValue == nil {
-            throw VoxError(.badInput, "report sidecar \(url.lastPathComponent): seats should map channel numbers to users, got \(seats.typeDescription)")
+            throw VoxError(
+                .badInput,
+                "report sidecar \(url.lastPathComponent): seats should map channel numbers to users, got "
+                    + "\(seats.typeDescription)"
+            )
         }
         return ReportSidecar(fields: object)
     }

@@ -25,11 +25,16 @@ final class SndFileReader {
         frames = info.frames
         seekable = info.seekable != 0
         let major = info.format & Int32(SF_FORMAT_TYPEMASK)
-        let exact: [Int32] = [SF_FORMAT_WAV, SF_FORMAT_WAVEX, SF_FORMAT_W64, SF_FORMAT_RF64, SF_FORMAT_AIFF, SF_FORMAT_CAF, SF_FORMAT_AU, SF_FORMAT_FLAC].map { Int32($0) }
+        let exact: [Int32] = [
+            SF_FORMAT_WAV, SF_FORMAT_WAVEX, SF_FORMAT_W64, SF_FORMAT_RF64, SF_FORMAT_AIFF, SF_FORMAT_CAF, SF_FORMAT_AU,
+            SF_FORMAT_FLAC,
+        ].map { Int32($0) }
         seeksExactly = seekable && exact.contains(major)
         var formatInfo = SF_FORMAT_INFO()
         formatInfo.format = info.format & Int32(SF_FORMAT_TYPEMASK)
-        if sf_command(nil, Int32(SFC_GET_FORMAT_MAJOR), &formatInfo, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0, let name = formatInfo.name {
+        if sf_command(nil, Int32(SFC_GET_FORMAT_MAJOR), &formatInfo, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0,
+            let name = formatInfo.name
+        {
             formatName = String(cString: name)
         } else {
             formatName = "unknown"
@@ -42,7 +47,9 @@ final class SndFileReader {
     func read(maxFrames: Int) throws -> [Float] {
         let channels = format.channels
         var buffer = [Float](repeating: 0, count: maxFrames * channels)
-        let got = buffer.withUnsafeMutableBufferPointer { sf_readf_float(handle, $0.baseAddress, sf_count_t(maxFrames)) }
+        let got = buffer.withUnsafeMutableBufferPointer {
+            sf_readf_float(handle, $0.baseAddress, sf_count_t(maxFrames))
+        }
         let status = sf_error(handle)
         if status != 0 && got <= 0 {
             throw DecodeError(.readFailed, "read failed: \(String(cString: sf_strerror(handle)))")
@@ -69,14 +76,19 @@ struct SndFileOpenError: Error {
 /// streaming: its format and interleaved samples.
 public enum AudioFileContents {
     /// Reads `url`; files over `maxFrames` frames fail rather than fill memory.
-    public static func read(_ url: URL, maxFrames: Int64 = 48000 * 3600) throws -> (format: AudioFormat, samples: [Float]) {
+    public static func read(
+        _ url: URL, maxFrames: Int64 = 48000 * 3600
+    ) throws -> (format: AudioFormat, samples: [Float]) {
         let reader: SndFileReader
         do {
             reader = try SndFileReader(url: url)
         } catch let error as SndFileOpenError {
-            throw DecodeError(.unreadable, "\(url.lastPathComponent): not an audio file libsndfile reads (\(error.message))")
+            throw DecodeError(
+                .unreadable, "\(url.lastPathComponent): not an audio file libsndfile reads (\(error.message))")
         }
-        guard reader.frames <= maxFrames else { throw DecodeError(.outOfBounds, "\(url.lastPathComponent): \(reader.frames) frames, over \(maxFrames)") }
+        guard reader.frames <= maxFrames else {
+            throw DecodeError(.outOfBounds, "\(url.lastPathComponent): \(reader.frames) frames, over \(maxFrames)")
+        }
         var samples: [Float] = []
         while true {
             let block = try reader.read(maxFrames: 65536)

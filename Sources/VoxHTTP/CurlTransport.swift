@@ -89,7 +89,8 @@ final class CurlTransport: HTTPTransport, @unchecked Sendable {
         vox_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, context.toOpaque())
         vox_curl_setopt_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, user in
             guard let data, let user else { return 0 }
-            Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue().body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
+            Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue().body.append(
+                UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
             return size * count
         }
         vox_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, context.toOpaque())

@@ -17,9 +17,11 @@ public final class HTTPClient: Sendable {
     let random: @Sendable () -> Double
 
     /// `transport` nil means libcurl.
-    public init(settings: HTTPSettings, apiKey: String?, recording: ExchangeRecording?,
-                transport: (any HTTPTransport)? = nil, clock: any VoxClock = SystemClock(),
-                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+    public init(
+        settings: HTTPSettings, apiKey: String?, recording: ExchangeRecording?,
+        transport: (any HTTPTransport)? = nil, clock: any VoxClock = SystemClock(),
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
         self.settings = settings
         self.apiKey = apiKey
         self.recording = recording
@@ -56,7 +58,9 @@ public final class HTTPClient: Sendable {
             let (retry, wait, failure) = judge(outcome, attempt: attempt)
             if retry == false {
                 if let failure { throw redacted(failure) }
-                guard case .success(let response) = outcome else { throw redacted(HTTPError(.invalidResponse, "no response")) }
+                guard case .success(let response) = outcome else {
+                    throw redacted(HTTPError(.invalidResponse, "no response"))
+                }
                 if case .record(let folder) = recording { try record(request, response, into: folder) }
                 return response
             }
@@ -66,23 +70,35 @@ public final class HTTPClient: Sendable {
     }
 
     /// Whether to try again, after how long, or the error to give up with.
-    func judge(_ outcome: Result<HTTPResponse, any Error>, attempt: Int) -> (retry: Bool, wait: Double, failure: HTTPError?) {
+    func judge(
+        _ outcome: Result<HTTPResponse, any Error>, attempt: Int
+    ) -> (retry: Bool, wait: Double, failure: HTTPError?) {
         let backoff = random() * min(settings.backoffCap, settings.backoffBase * pow(2, Double(attempt)))
         let canRetry = attempt < settings.maxRetries
         switch outcome {
         case .failure(let error):
             let failure = (error as? HTTPError) ?? HTTPError(.connection, describe(error))
-            return (canRetry, backoff, canRetry ? nil : HTTPError(failure.code, "\(failure.message) (gave up after \(attempt + 1) attempts)"))
+            return (
+                canRetry, backoff,
+                canRetry ? nil : HTTPError(failure.code, "\(failure.message) (gave up after \(attempt + 1) attempts)")
+            )
         case .success(let response):
             if (200..<300).contains(response.status) { return (false, 0, nil) }
             let message = Self.serverMessage(response)
             if response.status == 429 && message.code == "insufficient_quota" {
-                return (false, 0, HTTPError(.quota, "the account has no quota left (429 insufficient_quota): \(message.text)"))
+                return (
+                    false, 0,
+                    HTTPError(.quota, "the account has no quota left (429 insufficient_quota): \(message.text)")
+                )
             }
             let retryable = [408, 409, 429].contains(response.status) || (500..<600).contains(response.status)
             guard retryable && canRetry else {
                 let after = retryable ? " (gave up after \(attempt + 1) attempts)" : ""
-                return (false, 0, HTTPError(.status(response.status), "the server answered \(response.status): \(message.text)\(after)"))
+                return (
+                    false, 0,
+                    HTTPError(
+                        .status(response.status), "the server answered \(response.status): \(message.text)\(after)")
+                )
             }
             return (true, Self.retryAfter(response) ?? backoff, nil)
         }
@@ -100,10 +116,13 @@ public final class HTTPClient: Sendable {
 
     /// OpenAI-style `{"error": {"message", "code"}}`, else the start of the body.
     static func serverMessage(_ response: HTTPResponse) -> (text: String, code: String?) {
-        if let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any], let error = object["error"] as? [String: Any] {
+        if let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any],
+            let error = object["error"] as? [String: Any]
+        {
             return ((error["message"] as? String) ?? "error", (error["code"] as? String) ?? (error["type"] as? String))
         }
-        let text = String(decoding: response.body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: response.body.prefix(200), as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         return (text.isEmpty ? "(empty body)" : text, nil)
     }
 
@@ -118,7 +137,9 @@ public final class HTTPClient: Sendable {
     /// The recording's name for a request: method, path after the base URL, and the body. No
     /// header (the key is one) takes part.
     func exchangeKey(_ request: HTTPRequest) -> String {
-        let path = request.url.hasPrefix(settings.baseURL) ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
+        let path =
+            request.url.hasPrefix(settings.baseURL)
+            ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
         let d = Digest(.sha256)
         d.update(Data("\(request.method) \(path)\n".utf8))
         d.update(request.body)
@@ -133,22 +154,34 @@ public final class HTTPClient: Sendable {
     }
 
     func record(_ request: HTTPRequest, _ response: HTTPResponse, into folder: URL) throws {
-        let path = request.url.hasPrefix(settings.baseURL) ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
+        let path =
+            request.url.hasPrefix(settings.baseURL)
+            ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
         var clean = response
         if let apiKey, !apiKey.isEmpty, let text = String(data: response.body, encoding: .utf8), text.contains(apiKey) {
             clean.body = Data(text.replacingOccurrences(of: apiKey, with: "[redacted]").utf8)
         }
-        let exchange = Exchange(method: request.method, path: path, requestBodySHA256: Digest.hex(request.body), response: clean)
+        let exchange = Exchange(
+            method: request.method, path: path, requestBodySHA256: Digest.hex(request.body), response: clean)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try AtomicFile.write(try encoder.encode(exchange), to: folder.appendingPathComponent("\(exchangeKey(request)).json"))
+        try AtomicFile.write(
+            try encoder.encode(exchange), to: folder.appendingPathComponent("\(exchangeKey(request)).json"))
     }
 
     func replay(_ request: HTTPRequest, from folder: URL) throws -> HTTPResponse {
         let file = folder.appendingPathComponent("\(exchangeKey(request)).json")
-        guard let data = FileManager.default.contents(atPath: file.path), let exchange = try? JSONDecoder().decode(Exchange.self, from: data) else {
-            let path = request.url.hasPrefix(settings.baseURL) ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
-            throw HTTPError(.notRecorded, "--http-replay: no recorded exchange for \(request.method) \(path) (\(file.lastPathComponent) in \(folder.path))")
+        guard let data = FileManager.default.contents(atPath: file.path),
+            let exchange = try? JSONDecoder().decode(Exchange.self, from: data)
+        else {
+            let path =
+                request.url.hasPrefix(settings.baseURL)
+                ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
+            throw HTTPError(
+                .notRecorded,
+                "--http-replay: no recorded exchange for \(request.method) \(path) (\(file.lastPathComponent) in "
+                    + "\(folder.path))"
+            )
         }
         return exchange.response
     }

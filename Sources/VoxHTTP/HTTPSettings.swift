@@ -25,20 +25,32 @@ public struct HTTPSettings: Sendable, Equatable {
     public static let defaultBaseURL = "https://api.openai.com/v1"
 
     public static let options: [OptionSpec] = [
-        OptionSpec("baseURL", .string, help: "Server base URL; absent: $OPENAI_BASE_URL, else https://api.openai.com/v1."),
+        OptionSpec(
+            "baseURL", .string, help: "Server base URL; absent: $OPENAI_BASE_URL, else https://api.openai.com/v1."),
         OptionSpec("apiKeyEnv", .string, default: "OPENAI_API_KEY", help: "Environment variable holding the API key."),
         OptionSpec("apiKeyFile", .path, help: "File holding the API key (instead of the environment)."),
         OptionSpec("connectTimeout", .number(0.1...300), default: 10, help: "Seconds to connect."),
-        OptionSpec("timeout", .number(1...3600), default: 60, help: "Seconds for a request, plus 1 s for every 100 kB uploaded."),
-        OptionSpec("lowSpeedSeconds", .integer(1...3600), default: 20, help: "Abort a transfer slower than 1 kB/s for this long."),
-        OptionSpec("maxRetries", .integer(0...20), default: 5, help: "Retries after connection errors, 408, 409, 429 and 5xx."),
-        OptionSpec("backoff", .number(0.001...60), default: 0.5, help: "First backoff in seconds; doubles each retry (full jitter), capped at 30 s."),
-        OptionSpec("requestsPerMinute", .number(0...100_000), default: 0, help: "Rate limit for this provider; 0: none."),
+        OptionSpec(
+            "timeout", .number(1...3600), default: 60,
+            help: "Seconds for a request, plus 1 s for every 100 kB uploaded."),
+        OptionSpec(
+            "lowSpeedSeconds", .integer(1...3600), default: 20,
+            help: "Abort a transfer slower than 1 kB/s for this long."),
+        OptionSpec(
+            "maxRetries", .integer(0...20), default: 5,
+            help: "Retries after connection errors, 408, 409, 429 and 5xx."),
+        OptionSpec(
+            "backoff", .number(0.001...60), default: 0.5,
+            help: "First backoff in seconds; doubles each retry (full jitter), capped at 30 s."),
+        OptionSpec(
+            "requestsPerMinute", .number(0...100_000), default: 0, help: "Rate limit for this provider; 0: none."),
         OptionSpec("maxInFlight", .integer(1...256), default: 4, help: "Requests to this provider at once."),
     ]
 
     public init(_ options: StageOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
-        var base = options.string("baseURL") ?? environment["OPENAI_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultBaseURL
+        var base =
+            options.string("baseURL") ?? environment["OPENAI_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? Self.defaultBaseURL
         while base.hasSuffix("/") { base.removeLast() }
         baseURL = base
         apiKeyEnv = options.string("apiKeyEnv") ?? "OPENAI_API_KEY"

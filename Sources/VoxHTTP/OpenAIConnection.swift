@@ -12,7 +12,9 @@ public struct OpenAIConnection: Sendable {
         // A replayed run sends nothing, so it needs no key.
         var key: String?
         if case .replay = context.recording {} else { key = try settings.apiKey() }
-        client = HTTPClient(settings: settings, apiKey: key, recording: context.recording, transport: context.httpTransport, clock: context.clock)
+        client = HTTPClient(
+            settings: settings, apiKey: key, recording: context.recording, transport: context.httpTransport,
+            clock: context.clock)
     }
 
     /// `GET {baseURL}/models`: the server answers and accepts the key, or exit 69 with why.
@@ -21,37 +23,50 @@ public struct OpenAIConnection: Sendable {
             _ = try await client.send(HTTPRequest(method: "GET", url: client.url("models")))
         } catch let error as HTTPError {
             let refused = error.code == .status(401) || error.code == .status(403)
-            let hint = refused ? "; the key was refused: set \(client.settings.apiKeyEnv) (or apiKeyFile) to a valid key" : ""
+            let hint =
+                refused ? "; the key was refused: set \(client.settings.apiKeyEnv) (or apiKeyFile) to a valid key" : ""
             throw VoxError(.unavailable, "\(provider) at \(client.settings.baseURL): \(error.message)\(hint)")
         }
     }
 
     public func postJSON(_ path: String, _ body: [String: Any]) async throws -> HTTPResponse {
         let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
-        return try await client.send(HTTPRequest(method: "POST", url: client.url(path), headers: [("Content-Type", "application/json")], body: data))
+        return try await client.send(
+            HTTPRequest(
+                method: "POST", url: client.url(path), headers: [("Content-Type", "application/json")], body: data))
     }
 
     /// A `multipart/form-data` POST: text fields, then one file.
-    public func postMultipart(_ path: String, fields: [(String, String)], fileField: String, fileName: String, contentType: String, file: Data) async throws -> HTTPResponse {
+    public func postMultipart(
+        _ path: String, fields: [(String, String)], fileField: String, fileName: String, contentType: String, file: Data
+    ) async throws -> HTTPResponse {
         let seed = Digest(.sha256)
         for (name, value) in fields { seed.update(Data("\(name)=\(value)\n".utf8)) }
         seed.update(file)
         let boundary = "voxpipe-" + seed.finalizeHex().prefix(32)
         var body = Data()
         for (name, value) in fields {
-            body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8))
+            body.append(
+                Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8))
         }
-        body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(fileField)\"; filename=\"\(fileName)\"\r\nContent-Type: \(contentType)\r\n\r\n".utf8))
+        let fileHeader =
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(fileField)\"; "
+            + "filename=\"\(fileName)\"\r\nContent-Type: \(contentType)\r\n\r\n"
+        body.append(Data(fileHeader.utf8))
         body.append(file)
         body.append(Data("\r\n--\(boundary)--\r\n".utf8))
-        return try await client.send(HTTPRequest(method: "POST", url: client.url(path), headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body))
+        return try await client.send(
+            HTTPRequest(
+                method: "POST", url: client.url(path),
+                headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body))
     }
 
     /// The body as a JSON object, or an error naming what came back.
     public static func object(_ response: HTTPResponse) throws -> [String: Any] {
         guard let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] else {
             let start = String(decoding: response.body.prefix(80), as: UTF8.self)
-            throw HTTPError(.invalidResponse, "the server's answer is not a JSON object: \(start.isEmpty ? "(empty)" : start)")
+            throw HTTPError(
+                .invalidResponse, "the server's answer is not a JSON object: \(start.isEmpty ? "(empty)" : start)")
         }
         return object
     }

@@ -7,7 +7,8 @@ import VoxHTTP
 /// item as history (so the tutor remembers the lesson), then the learner's words.
 public struct OpenAIReplier: ReplyProvider, ProviderKind {
     public static let name = "openai"
-    public static let summary = "POST {baseURL}/chat/completions with the lesson so far as history (OpenAI, vLLM, Ollama, LocalAI)."
+    public static let summary =
+        "POST {baseURL}/chat/completions with the lesson so far as history (OpenAI, vLLM, Ollama, LocalAI)."
     public static func make(_ settings: Settings, context: StageContext) throws -> any ReplyProvider {
         try OpenAIReplier(settings: settings, context: context)
     }
@@ -22,25 +23,33 @@ public struct OpenAIReplier: ReplyProvider, ProviderKind {
         public var seed: Int?
     }
 
-    public static let options: [OptionSpec] = HTTPSettings.options + [
-        OptionSpec("model", .string, default: "gpt-4o-mini", help: "Chat model."),
-        OptionSpec("systemPrompt", .string, help: "The system prompt, inline."),
-        OptionSpec("systemPromptFile", .path, help: "The system prompt, from a file."),
-        OptionSpec("memory", .integer(0...200), default: 10, help: "Earlier turns of the same item sent as history."),
-        OptionSpec("temperature", .number(0...2), help: "Sampling temperature."),
-        OptionSpec("maxTokens", .integer(1...1_000_000), help: "Longest reply in tokens."),
-        OptionSpec("seed", .integer(0...Int(Int32.max)), help: "Seed, for servers that sample reproducibly."),
-    ]
+    public static let options: [OptionSpec] =
+        HTTPSettings.options + [
+            OptionSpec("model", .string, default: "gpt-4o-mini", help: "Chat model."),
+            OptionSpec("systemPrompt", .string, help: "The system prompt, inline."),
+            OptionSpec("systemPromptFile", .path, help: "The system prompt, from a file."),
+            OptionSpec(
+                "memory", .integer(0...200), default: 10, help: "Earlier turns of the same item sent as history."),
+            OptionSpec("temperature", .number(0...2), help: "Sampling temperature."),
+            OptionSpec("maxTokens", .integer(1...1_000_000), help: "Longest reply in tokens."),
+            OptionSpec("seed", .integer(0...Int(Int32.max)), help: "Seed, for servers that sample reproducibly."),
+        ]
 
     public static func settings(_ options: StageOptions) throws -> Settings {
         var prompt = options.string("systemPrompt")
         if let file = options.url("systemPromptFile") {
-            guard prompt == nil else { throw options.error("systemPromptFile", "give systemPrompt or systemPromptFile, not both") }
-            guard let text = try? String(contentsOf: file, encoding: .utf8) else { throw options.error("systemPromptFile", "cannot read \(file.path)") }
+            guard prompt == nil else {
+                throw options.error("systemPromptFile", "give systemPrompt or systemPromptFile, not both")
+            }
+            guard let text = try? String(contentsOf: file, encoding: .utf8) else {
+                throw options.error("systemPromptFile", "cannot read \(file.path)")
+            }
             prompt = text
         }
-        return Settings(http: HTTPSettings(options), model: options.string("model") ?? "gpt-4o-mini", systemPrompt: prompt, memory: options.int("memory") ?? 10,
-                        temperature: options.double("temperature"), maxTokens: options.int("maxTokens"), seed: options.int("seed"))
+        return Settings(
+            http: HTTPSettings(options), model: options.string("model") ?? "gpt-4o-mini", systemPrompt: prompt,
+            memory: options.int("memory") ?? 10,
+            temperature: options.double("temperature"), maxTokens: options.int("maxTokens"), seed: options.int("seed"))
     }
 
     let settings: Settings
@@ -77,8 +86,10 @@ public struct OpenAIReplier: ReplyProvider, ProviderKind {
     /// empty. Throws `HTTPError(.invalidResponse)` when the body is not such an answer.
     public static func parse(_ response: HTTPResponse) throws -> String? {
         let object = try OpenAIConnection.object(response)
-        guard let choices = object["choices"] as? [[String: Any]], let message = choices.first?["message"] as? [String: Any],
-              let content = message["content"] as? String else {
+        guard let choices = object["choices"] as? [[String: Any]],
+            let message = choices.first?["message"] as? [String: Any],
+            let content = message["content"] as? String
+        else {
             throw HTTPError(.invalidResponse, "the chat answer has no choices[0].message.content")
         }
         let text = content.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -12,14 +12,15 @@ public struct ReplyStage: Stage {
     }
 
     public static let kind = "reply"
-    public static let summary = "Replies to each transcript: rules (offline, deterministic) or an OpenAI-compatible chat model."
+    public static let summary =
+        "Replies to each transcript: rules (offline, deterministic) or an OpenAI-compatible chat model."
     /// Every reply provider; a new one is a `ProviderKind` type and a line here.
     public static let providers = ProviderRegistry<any ReplyProvider>([
         ProviderEntry(RulesProvider.self),
         ProviderEntry(OpenAIReplier.self),
     ])
     public static let options: [OptionSpec] = [
-        OptionSpec("provider", .provider(providers.specs), help: "The reply engine and its settings (required)."),
+        OptionSpec("provider", .provider(providers.specs), help: "The reply engine and its settings (required).")
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -27,7 +28,9 @@ public struct ReplyStage: Stage {
     }
 
     /// The provider, and what it adds (a model), for provenance records.
-    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { configuration.provider.provenance }
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
+        configuration.provider.provenance
+    }
 
     public let id: String
     let provider: any ReplyProvider

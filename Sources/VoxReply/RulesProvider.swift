@@ -13,7 +13,9 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
     public static let summary = "Ordered regular-expression rules with reply templates and a fallback."
     /// The rules file, loaded and checked when the spec is.
     public static func settings(_ options: StageOptions) throws -> RulesProvider {
-        guard let url = options.url("rules") else { throw options.error("rules", "the rules provider needs a rules file") }
+        guard let url = options.url("rules") else {
+            throw options.error("rules", "the rules provider needs a rules file")
+        }
         return try RulesProvider(url: url)
     }
     public static func make(_ settings: RulesProvider, context: StageContext) -> any ReplyProvider { settings }
@@ -40,13 +42,17 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
     let fallback: [String]
 
     public static let options: [OptionSpec] = [
-        OptionSpec("rules", .path, help: "The rules file (JSON): {\"rules\": [{\"pattern\", \"replies\"}], \"fallback\": [...]}."),
+        OptionSpec(
+            "rules", .path,
+            help: "The rules file (JSON): {\"rules\": [{\"pattern\", \"replies\"}], \"fallback\": [...]}.")
     ]
 
     /// Loads and checks a rules file; errors name the file, the entry and the reason.
     public init(url: URL) throws {
         func fail(_ message: String) -> VoxError { VoxError(.invalidSpec, "\(url.path): \(message)") }
-        guard let data = FileManager.default.contents(atPath: url.path) else { throw fail("rules file not found or unreadable") }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw fail("rules file not found or unreadable")
+        }
         let file: File
         do {
             file = try JSONDecoder().decode(File.self, from: data)
@@ -88,7 +94,8 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
         for rule in rules {
             if let match = try? rule.regex.firstMatch(in: text) {
                 let captures = (0..<match.output.count).map { match.output[$0].substring.map(String.init) ?? "" }
-                return Self.fill(rule.replies[(turn - 1) % rule.replies.count], text: text, captures: captures, turn: turn)
+                return Self.fill(
+                    rule.replies[(turn - 1) % rule.replies.count], text: text, captures: captures, turn: turn)
             }
         }
         guard !fallback.isEmpty else { return nil }
@@ -96,7 +103,8 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
     }
 
     static func fill(_ template: String, text: String, captures: [String], turn: Int) -> String {
-        var out = template.replacingOccurrences(of: "{text}", with: text).replacingOccurrences(of: "{turn}", with: String(turn))
+        var out = template.replacingOccurrences(of: "{text}", with: text).replacingOccurrences(
+            of: "{turn}", with: String(turn))
         for i in (0...9).reversed() {
             out = out.replacingOccurrences(of: "{\(i)}", with: i < captures.count ? captures[i] : "")
         }
@@ -111,11 +119,14 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
             guard let n = Int(name), n >= 0, n <= 9 else {
                 throw fail("\(path): unknown placeholder {\(name)} (use {text}, {turn}, {0}…{9})")
             }
-            guard n <= groups else { throw fail("\(path): {\(n)} but the pattern has \(groups) group\(groups == 1 ? "" : "s")") }
+            guard n <= groups else {
+                throw fail("\(path): {\(n)} but the pattern has \(groups) group\(groups == 1 ? "" : "s")")
+            }
         }
     }
 
     static func path(_ keys: [CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(
+            in: CharacterSet(charactersIn: "."))
     }
 }

@@ -23,7 +23,11 @@ final class SoxrEngine: RateConverter {
         var quality = soxr_quality_spec(UInt(recipe.soxrRecipe), 0)
         var runtime = soxr_runtime_spec(1)
         var error: soxr_error_t?
-        guard let soxr = soxr_create(Double(inputRate), Double(outputRate), UInt32(channels), &error, &ioSpec, &quality, &runtime), error == nil else {
+        guard
+            let soxr = soxr_create(
+                Double(inputRate), Double(outputRate), UInt32(channels), &error, &ioSpec, &quality, &runtime),
+            error == nil
+        else {
             throw ResampleError(.engine, "libsoxr: \(error.map { String(cString: $0) } ?? "cannot create resampler")")
         }
         self.soxr = soxr
@@ -46,7 +50,10 @@ final class SoxrEngine: RateConverter {
             try input.withUnsafeBufferPointer { inPtr in
                 try scratch.withUnsafeMutableBufferPointer { outPtr in
                     guard let base = inPtr.baseAddress else { return }
-                    try check(soxr_process(soxr, base + consumed * channels, inFrames - consumed, &idone, outPtr.baseAddress, capacity, &odone))
+                    try check(
+                        soxr_process(
+                            soxr, base + consumed * channels, inFrames - consumed, &idone, outPtr.baseAddress, capacity,
+                            &odone))
                 }
             }
             consumed += idone
@@ -118,7 +125,9 @@ final class SampleRateEngine: RateConverter {
                     data.end_of_input = endOfInput ? 1 : 0
                     data.src_ratio = ratio
                     let status = src_process(state, &data)
-                    if status != 0 { throw ResampleError(.engine, "libsamplerate: \(String(cString: src_strerror(status)))") }
+                    if status != 0 {
+                        throw ResampleError(.engine, "libsamplerate: \(String(cString: src_strerror(status)))")
+                    }
                     produced = Int(data.output_frames_gen)
                     used = Int(data.input_frames_used)
                 }

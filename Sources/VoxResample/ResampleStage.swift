@@ -32,7 +32,9 @@ public struct ResampleStage: Stage {
             case (.sincBest, .libsamplerate), (.sincMedium, .libsamplerate), (.sincFastest, .libsamplerate): true
             case (.medium, _): true
             case (.quick, .soxr), (.low, .soxr), (.high, .soxr), (.veryHigh, .soxr): true
-            case (.best, .libsamplerate), (.fastest, .libsamplerate), (.linear, .libsamplerate), (.hold, .libsamplerate): true
+            case (.best, .libsamplerate), (.fastest, .libsamplerate), (.linear, .libsamplerate),
+                (.hold, .libsamplerate):
+                true
             default: false
             }
         }
@@ -50,11 +52,21 @@ public struct ResampleStage: Stage {
     public static let kind = "resample"
     public static let summary = "Changes sample rate (libsoxr or libsamplerate) and channel count, streaming."
     public static let options: [OptionSpec] = [
-        OptionSpec("rate", .integer(8000...192_000), help: "Target sample rate in Hz (16000, 48000, …); absent keeps the input's."),
-        OptionSpec("channels", .integerOrChoice(1...2, ["keep"]), default: "keep", help: "1 averages all channels to mono (before resampling); 2 makes stereo; keep leaves them."),
-        OptionSpec("engine", .choice(Engine.allCases.map(\.rawValue)), default: "soxr", help: "soxr (default, fastest and cleanest) or libsamplerate."),
-        OptionSpec("quality", .choice(Quality.allCases.map(\.rawValue)),
-                   help: "soxr: quick | low | medium | high (default) | very-high; libsamplerate: best | medium (default) | fastest | linear | hold."),
+        OptionSpec(
+            "rate", .integer(8000...192_000),
+            help: "Target sample rate in Hz (16000, 48000, …); absent keeps the input's."),
+        OptionSpec(
+            "channels", .integerOrChoice(1...2, ["keep"]), default: "keep",
+            help: "1 averages all channels to mono (before resampling); 2 makes stereo; keep leaves them."),
+        OptionSpec(
+            "engine", .choice(Engine.allCases.map(\.rawValue)), default: "soxr",
+            help: "soxr (default, fastest and cleanest) or libsamplerate."),
+        OptionSpec(
+            "quality", .choice(Quality.allCases.map(\.rawValue)),
+            help:
+                "soxr: quick | low | medium | high (default) | very-high; libsamplerate: best | medium (default) | "
+                + "fastest | linear | hold."
+        ),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -63,13 +75,15 @@ public struct ResampleStage: Stage {
         if let q = options.choice("quality", as: Quality.self) {
             guard q.fits(engine) else {
                 let names = Quality.allCases.filter { $0.fits(engine) }.map(\.rawValue).joined(separator: " | ")
-                throw options.error("quality", "\"\(q.rawValue)\" is not a quality of engine \(engine.rawValue) (it takes \(names))")
+                throw options.error(
+                    "quality", "\"\(q.rawValue)\" is not a quality of engine \(engine.rawValue) (it takes \(names))")
             }
             quality = q.normalized
         } else {
             quality = engine == .soxr ? .high : .medium
         }
-        return Configuration(rate: options.int("rate"), channels: options.int("channels"), engine: engine, quality: quality)
+        return Configuration(
+            rate: options.int("rate"), channels: options.int("channels"), engine: engine, quality: quality)
     }
 
     public static func demand(_ configuration: Configuration) -> StreamDemand { .passThrough }
@@ -87,10 +101,13 @@ public struct ResampleStage: Stage {
         return facts
     }
 
-    public static var libraryVersions: [String: String] { ["libsoxr": SoxrEngine.version, "libsamplerate": SampleRateEngine.version] }
+    public static var libraryVersions: [String: String] {
+        ["libsoxr": SoxrEngine.version, "libsamplerate": SampleRateEngine.version]
+    }
 
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
-        StreamFormat(sampleRate: configuration.rate ?? input.sampleRate, channels: configuration.channels ?? input.channels)
+        StreamFormat(
+            sampleRate: configuration.rate ?? input.sampleRate, channels: configuration.channels ?? input.channels)
     }
 
     public let id: String
@@ -104,10 +121,14 @@ public struct ResampleStage: Stage {
     public func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
         var converter: Converter?
         for try await block in input {
-            if converter == nil { converter = try Converter(input: block.format, configuration: configuration, firstFrame: block.frameOffset) }
+            if converter == nil {
+                converter = try Converter(
+                    input: block.format, configuration: configuration, firstFrame: block.frameOffset)
+            }
             guard let converter else { continue }
             guard block.format == converter.input else {
-                throw ResampleError(.unsupported, "the stream changed format mid-way (\(converter.input) to \(block.format))")
+                throw ResampleError(
+                    .unsupported, "the stream changed format mid-way (\(converter.input) to \(block.format))")
             }
             if let out = try converter.convert(block) { try await output.send(out) }
         }
@@ -135,9 +156,13 @@ final class Converter {
         if output.sampleRate == input.sampleRate {
             engine = nil
         } else if configuration.engine == .soxr {
-            engine = try SoxrEngine(inputRate: input.sampleRate, outputRate: output.sampleRate, channels: channels, recipe: configuration.quality)
+            engine = try SoxrEngine(
+                inputRate: input.sampleRate, outputRate: output.sampleRate, channels: channels,
+                recipe: configuration.quality)
         } else {
-            engine = try SampleRateEngine(inputRate: input.sampleRate, outputRate: output.sampleRate, channels: channels, converter: configuration.quality)
+            engine = try SampleRateEngine(
+                inputRate: input.sampleRate, outputRate: output.sampleRate, channels: channels,
+                converter: configuration.quality)
         }
     }
 

@@ -21,7 +21,8 @@ final class EspeakEngine: @unchecked Sendable {
             if let sampleRate { return sampleRate }
             let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, Int32(espeakINITIALIZE_DONT_EXIT))
             guard rate > 0 else {
-                throw VoxError(.unavailable, "espeak-ng could not start: its data is missing (apt-get install espeak-ng-data)")
+                throw VoxError(
+                    .unavailable, "espeak-ng could not start: its data is missing (apt-get install espeak-ng-data)")
             }
             espeak_SetSynthCallback(synthCallback)
             sampleRate = Int(rate)
@@ -52,7 +53,9 @@ final class EspeakEngine: @unchecked Sendable {
         return try lock.withLock {
             if current != voice {
                 current = nil
-                guard espeak_SetVoiceByName(voice.name) == EE_OK else { throw SynthesizeError(.voice, "espeak-ng has no voice \"\(voice.name)\"") }
+                guard espeak_SetVoiceByName(voice.name) == EE_OK else {
+                    throw SynthesizeError(.voice, "espeak-ng has no voice \"\(voice.name)\"")
+                }
                 espeak_SetParameter(espeakRATE, Int32(voice.rate), 0)
                 espeak_SetParameter(espeakPITCH, Int32(voice.pitch), 0)
                 espeak_SetParameter(espeakVOLUME, Int32(voice.volume), 0)
@@ -63,9 +66,13 @@ final class EspeakEngine: @unchecked Sendable {
             defer { context.release() }
             for piece in pieces {
                 let status = piece.withCString { cText in
-                    espeak_Synth(cText, strlen(cText) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, context.toOpaque())
+                    espeak_Synth(
+                        cText, strlen(cText) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, context.toOpaque()
+                    )
                 }
-                guard status == EE_OK else { throw SynthesizeError(.engine, "espeak-ng failed to synthesize (error \(status.rawValue))") }
+                guard status == EE_OK else {
+                    throw SynthesizeError(.engine, "espeak-ng failed to synthesize (error \(status.rawValue))")
+                }
             }
             espeak_Synchronize()
             return collector.samples
@@ -83,7 +90,9 @@ final class SampleCollector {
     var samples: [Int16] = []
 }
 
-private func synthCallback(_ wav: UnsafeMutablePointer<Int16>?, _ count: Int32, _ events: UnsafeMutablePointer<espeak_EVENT>?) -> Int32 {
+private func synthCallback(
+    _ wav: UnsafeMutablePointer<Int16>?, _ count: Int32, _ events: UnsafeMutablePointer<espeak_EVENT>?
+) -> Int32 {
     guard let events, let user = events.pointee.user_data else { return 0 }
     let collector = Unmanaged<SampleCollector>.fromOpaque(user).takeUnretainedValue()
     if let wav, count > 0 { collector.samples.append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count))) }

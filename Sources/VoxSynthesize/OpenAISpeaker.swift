@@ -24,16 +24,20 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
         public var format: String
     }
 
-    public static let options: [OptionSpec] = HTTPSettings.options + [
-        OptionSpec("model", .string, default: "tts-1", help: "Speech model."),
-        OptionSpec("voice", .string, default: "alloy", help: "The server's voice name."),
-        OptionSpec("speed", .number(0.25...4), help: "Speaking speed, 1 is normal."),
-        OptionSpec("format", .choice(["wav", "pcm"]), default: "wav", help: "wav, or pcm (raw 24 kHz mono 16-bit)."),
-    ]
+    public static let options: [OptionSpec] =
+        HTTPSettings.options + [
+            OptionSpec("model", .string, default: "tts-1", help: "Speech model."),
+            OptionSpec("voice", .string, default: "alloy", help: "The server's voice name."),
+            OptionSpec("speed", .number(0.25...4), help: "Speaking speed, 1 is normal."),
+            OptionSpec(
+                "format", .choice(["wav", "pcm"]), default: "wav", help: "wav, or pcm (raw 24 kHz mono 16-bit)."),
+        ]
 
     public static func settings(_ options: StageOptions) -> Settings {
-        Settings(http: HTTPSettings(options), model: options.string("model") ?? "tts-1", voice: options.string("voice") ?? "alloy",
-                 speed: options.double("speed"), format: options.string("format") ?? "wav")
+        Settings(
+            http: HTTPSettings(options), model: options.string("model") ?? "tts-1",
+            voice: options.string("voice") ?? "alloy",
+            speed: options.double("speed"), format: options.string("format") ?? "wav")
     }
 
     /// The API's longest input.
@@ -54,10 +58,15 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
         var format: AudioFormat?
         var samples: [Float] = []
         for piece in TextPieces.split(text, maxCharacters: Self.maxCharacters) {
-            var body: [String: Any] = ["model": settings.model, "voice": settings.voice, "input": piece, "response_format": settings.format]
+            var body: [String: Any] = [
+                "model": settings.model, "voice": settings.voice, "input": piece, "response_format": settings.format,
+            ]
             if let speed = settings.speed { body["speed"] = speed }
-            let audio = try Self.decode(try await connection.postJSON("audio/speech", body).body, format: settings.format)
-            if let format, format != audio.format { throw HTTPError(.invalidResponse, "the server changed audio format between pieces") }
+            let audio = try Self.decode(
+                try await connection.postJSON("audio/speech", body).body, format: settings.format)
+            if let format, format != audio.format {
+                throw HTTPError(.invalidResponse, "the server changed audio format between pieces")
+            }
             format = audio.format
             samples += audio.samples
         }
@@ -75,9 +84,14 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
     public static func decode(_ body: Data, format: String) throws -> (format: AudioFormat, samples: [Float]) {
         if format == "pcm" {
             let count = body.count / 2
-            return (pcmFormat, body.withUnsafeBytes { raw in
-                (0..<count).map { Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self))) / 32768 }
-            })
+            return (
+                pcmFormat,
+                body.withUnsafeBytes { raw in
+                    (0..<count).map {
+                        Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self))) / 32768
+                    }
+                }
+            )
         }
         guard let decoded = WAVData.decodePCM16(body) else {
             throw HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (\(body.count) bytes)")

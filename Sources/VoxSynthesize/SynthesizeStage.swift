@@ -30,10 +30,14 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
     public static let summary = "eSpeak NG, offline; 22.05 kHz mono."
     public static func settings(_ options: StageOptions) -> EspeakProvider { EspeakProvider(options) }
     public static func make(_ settings: EspeakProvider, context: StageContext) -> any SpeechProvider { settings }
-    public static func streamFormat(_ settings: EspeakProvider) -> StreamFormat? { StreamFormat(sampleRate: 22050, channels: 1) }
+    public static func streamFormat(_ settings: EspeakProvider) -> StreamFormat? {
+        StreamFormat(sampleRate: 22050, channels: 1)
+    }
 
     public static let options: [OptionSpec] = [
-        OptionSpec("voice", .string, default: "en-us", help: "A language code (de, en-us, fr, …) or voice name; `espeak-ng --voices` lists them."),
+        OptionSpec(
+            "voice", .string, default: "en-us",
+            help: "A language code (de, en-us, fr, …) or voice name; `espeak-ng --voices` lists them."),
         OptionSpec("rate", .integer(80...450), default: 175, help: "Words per minute."),
         OptionSpec("pitch", .integer(0...100), default: 50, help: "Base pitch, 0–100."),
         OptionSpec("volume", .integer(0...200), default: 100, help: "Volume, 0–200 (100 is normal)."),
@@ -47,13 +51,18 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
     let voice: EspeakEngine.Voice
 
     public init(_ options: StageOptions) {
-        voice = EspeakEngine.Voice(name: options.string("voice") ?? "en-us", rate: options.int("rate") ?? 175,
-                                   pitch: options.int("pitch") ?? 50, volume: options.int("volume") ?? 100)
+        voice = EspeakEngine.Voice(
+            name: options.string("voice") ?? "en-us", rate: options.int("rate") ?? 175,
+            pitch: options.int("pitch") ?? 50, volume: options.int("volume") ?? 100)
     }
 
     public func prepare() async throws {
         guard try EspeakEngine.shared.hasVoice(voice.name) else {
-            throw VoxError(.unavailable, "espeak-ng has no voice \"\(voice.name)\"; list the voices with `espeak-ng --voices` (or `espeak-ng --voices=de` for one language)")
+            throw VoxError(
+                .unavailable,
+                "espeak-ng has no voice \"\(voice.name)\"; list the voices with `espeak-ng --voices` (or `espeak-ng "
+                    + "--voices=de` for one language)"
+            )
         }
     }
 
@@ -125,7 +134,9 @@ public struct SynthesizeStage: Stage {
         ProviderEntry(OpenAISpeaker.self),
     ])
     public static let options: [OptionSpec] = [
-        OptionSpec("provider", .provider(providers.specs), default: ["name": "espeak-ng"], help: "The speech engine and its settings."),
+        OptionSpec(
+            "provider", .provider(providers.specs), default: ["name": "espeak-ng"],
+            help: "The speech engine and its settings.")
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -139,7 +150,9 @@ public struct SynthesizeStage: Stage {
     }
 
     /// The provider, and what it adds (a model), for provenance records.
-    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { configuration.provider.provenance }
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
+        configuration.provider.provenance
+    }
 
     public let id: String
     let provider: any SpeechProvider
@@ -157,14 +170,19 @@ public struct SynthesizeStage: Stage {
         for try await reply in input where !reply.text.allSatisfy(\.isWhitespace) {
             let (format, samples) = try await provider.synthesize(reply.text)
             guard !samples.isEmpty else {
-                item.logger.warning("nothing to say in a reply", metadata: ["stage.id": .string(id), "reply.index": .stringConvertible(reply.transcript.chunk.index)])
+                item.logger.warning(
+                    "nothing to say in a reply",
+                    metadata: [
+                        "stage.id": .string(id), "reply.index": .stringConvertible(reply.transcript.chunk.index),
+                    ])
                 continue
             }
             let start = reply.transcript.chunk.start
-            let audio = AudioChunk(format: format, samples: samples, start: start, end: start + Double(samples.count) / Double(format.sampleRate),
-                                   index: reply.transcript.chunk.index, cut: .synthesized)
+            let audio = AudioChunk(
+                format: format, samples: samples, start: start,
+                end: start + Double(samples.count) / Double(format.sampleRate),
+                index: reply.transcript.chunk.index, cut: .synthesized)
             try await output.send(Speech(audio: audio, reply: reply))
         }
     }
 }
-

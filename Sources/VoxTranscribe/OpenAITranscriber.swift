@@ -21,16 +21,19 @@ public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unch
         public var temperature: Double?
     }
 
-    public static let options: [OptionSpec] = HTTPSettings.options + [
-        OptionSpec("model", .string, default: "whisper-1", help: "Transcription model."),
-        OptionSpec("language", .string, help: "ISO-639-1 language of the speech (de, en, …); absent: detected."),
-        OptionSpec("prompt", .string, help: "Text to guide the model's style or vocabulary."),
-        OptionSpec("temperature", .number(0...1), help: "Sampling temperature."),
-    ]
+    public static let options: [OptionSpec] =
+        HTTPSettings.options + [
+            OptionSpec("model", .string, default: "whisper-1", help: "Transcription model."),
+            OptionSpec("language", .string, help: "ISO-639-1 language of the speech (de, en, …); absent: detected."),
+            OptionSpec("prompt", .string, help: "Text to guide the model's style or vocabulary."),
+            OptionSpec("temperature", .number(0...1), help: "Sampling temperature."),
+        ]
 
     public static func settings(_ options: StageOptions) -> Settings {
-        Settings(http: HTTPSettings(options), model: options.string("model") ?? "whisper-1", language: options.string("language"),
-                 prompt: options.string("prompt"), temperature: options.double("temperature"))
+        Settings(
+            http: HTTPSettings(options), model: options.string("model") ?? "whisper-1",
+            language: options.string("language"),
+            prompt: options.string("prompt"), temperature: options.double("temperature"))
     }
 
     /// The API's upload limit.
@@ -56,7 +59,9 @@ public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unch
 
     func transcribe(_ chunk: AudioChunk) async throws -> Transcript {
         guard chunk.frames > 0 else {
-            return Transcript(chunk: chunk, text: "", words: [], language: settings.language, provider: "openai", model: settings.model)
+            return Transcript(
+                chunk: chunk, text: "", words: [], language: settings.language, provider: "openai",
+                model: settings.model)
         }
         // Parts small enough for the upload limit (44-byte header, 2 bytes a sample).
         let framesPerPart = max(1, (Self.maxUploadBytes - 4096) / (2 * chunk.format.channels))
@@ -68,33 +73,48 @@ public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unch
             let end = min(chunk.frames, start + framesPerPart)
             let samples = Array(chunk.samples[start * chunk.format.channels..<end * chunk.format.channels])
             let offset = chunk.start + Double(start) / Double(chunk.format.sampleRate)
-            let (text, partWords, partLanguage) = try await request(WAVData.pcm16(samples, format: chunk.format), offset: offset)
+            let (text, partWords, partLanguage) = try await request(
+                WAVData.pcm16(samples, format: chunk.format), offset: offset)
             if !text.isEmpty { texts.append(text) }
             words += partWords
             language = language ?? partLanguage
             start = end
         }
-        return Transcript(chunk: chunk, text: texts.joined(separator: " "), words: words, language: language, provider: "openai", model: settings.model)
+        return Transcript(
+            chunk: chunk, text: texts.joined(separator: " "), words: words, language: language, provider: "openai",
+            model: settings.model)
     }
 
     func request(_ wav: Data, offset: Double) async throws -> (String, [Word], String?) {
-        var fields: [(String, String)] = [("model", settings.model), ("response_format", "verbose_json"), ("timestamp_granularities[]", "word")]
+        var fields: [(String, String)] = [
+            ("model", settings.model), ("response_format", "verbose_json"), ("timestamp_granularities[]", "word"),
+        ]
         if let language = settings.language { fields.append(("language", language)) }
         if let prompt = settings.prompt { fields.append(("prompt", prompt)) }
         if let temperature = settings.temperature { fields.append(("temperature", String(temperature))) }
-        let response = try await connection.postMultipart("audio/transcriptions", fields: fields, fileField: "file", fileName: "chunk.wav", contentType: "audio/wav", file: wav)
+        let response = try await connection.postMultipart(
+            "audio/transcriptions", fields: fields, fileField: "file", fileName: "chunk.wav", contentType: "audio/wav",
+            file: wav)
         return try Self.parse(response, offset: offset)
     }
 
     /// Reads a `verbose_json` (or plain `json`) transcription answer: the text, the words with
     /// their times moved by `offset` seconds, and the detected language. Throws
     /// `HTTPError(.invalidResponse)` when the body is not such an answer.
-    public static func parse(_ response: HTTPResponse, offset: Double) throws -> (text: String, words: [Word], language: String?) {
+    public static func parse(
+        _ response: HTTPResponse, offset: Double
+    ) throws -> (text: String, words: [Word], language: String?) {
         let object = try OpenAIConnection.object(response)
-        guard let text = object["text"] as? String else { throw HTTPError(.invalidResponse, "the transcription has no \"text\"") }
+        guard let text = object["text"] as? String else {
+            throw HTTPError(.invalidResponse, "the transcription has no \"text\"")
+        }
         let words = (object["words"] as? [[String: Any]] ?? []).compactMap { w -> Word? in
-            guard let word = w["word"] as? String, let start = (w["start"] as? NSNumber)?.doubleValue, let end = (w["end"] as? NSNumber)?.doubleValue else { return nil }
-            return Word(text: word.trimmingCharacters(in: .whitespaces), start: offset + start, end: offset + end, confidence: (w["probability"] as? NSNumber)?.doubleValue)
+            guard let word = w["word"] as? String, let start = (w["start"] as? NSNumber)?.doubleValue,
+                let end = (w["end"] as? NSNumber)?.doubleValue
+            else { return nil }
+            return Word(
+                text: word.trimmingCharacters(in: .whitespaces), start: offset + start, end: offset + end,
+                confidence: (w["probability"] as? NSNumber)?.doubleValue)
         }
         return (text.trimmingCharacters(in: .whitespacesAndNewlines), words, object["language"] as? String)
     }

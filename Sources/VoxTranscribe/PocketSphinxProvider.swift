@@ -10,8 +10,12 @@ import VoxCore
 public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @unchecked Sendable {
     public static let name = "pocketsphinx"
     public static let summary = "CMU PocketSphinx, offline; takes 16 kHz mono."
-    public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider { PocketSphinxProvider(settings: settings) }
-    public static func streamFormat(_ settings: Settings) -> StreamFormat? { StreamFormat(sampleRate: 16000, channels: 1) }
+    public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider {
+        PocketSphinxProvider(settings: settings)
+    }
+    public static func streamFormat(_ settings: Settings) -> StreamFormat? {
+        StreamFormat(sampleRate: 16000, channels: 1)
+    }
 
     public struct Settings: Sendable, Equatable {
         public var acousticModel: URL
@@ -22,17 +26,24 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @u
 
     public static let modelDirectory = URL(fileURLWithPath: "/usr/share/pocketsphinx/model/en-us")
     public static let options: [OptionSpec] = [
-        OptionSpec("acousticModel", .path, default: .string(modelDirectory.appendingPathComponent("en-us").path), help: "Acoustic model folder (-hmm)."),
-        OptionSpec("languageModel", .path, default: .string(modelDirectory.appendingPathComponent("en-us.lm.bin").path), help: "Language model (-lm)."),
-        OptionSpec("dictionary", .path, default: .string(modelDirectory.appendingPathComponent("cmudict-en-us.dict").path), help: "Pronunciation dictionary (-dict)."),
+        OptionSpec(
+            "acousticModel", .path, default: .string(modelDirectory.appendingPathComponent("en-us").path),
+            help: "Acoustic model folder (-hmm)."),
+        OptionSpec(
+            "languageModel", .path, default: .string(modelDirectory.appendingPathComponent("en-us.lm.bin").path),
+            help: "Language model (-lm)."),
+        OptionSpec(
+            "dictionary", .path, default: .string(modelDirectory.appendingPathComponent("cmudict-en-us.dict").path),
+            help: "Pronunciation dictionary (-dict)."),
         OptionSpec("language", .string, default: "en", help: "Language code recorded in transcripts."),
     ]
 
     public static func settings(_ options: StageOptions) -> Settings {
-        Settings(acousticModel: options.url("acousticModel") ?? modelDirectory.appendingPathComponent("en-us"),
-                 languageModel: options.url("languageModel") ?? modelDirectory.appendingPathComponent("en-us.lm.bin"),
-                 dictionary: options.url("dictionary") ?? modelDirectory.appendingPathComponent("cmudict-en-us.dict"),
-                 language: options.string("language") ?? "en")
+        Settings(
+            acousticModel: options.url("acousticModel") ?? modelDirectory.appendingPathComponent("en-us"),
+            languageModel: options.url("languageModel") ?? modelDirectory.appendingPathComponent("en-us.lm.bin"),
+            dictionary: options.url("dictionary") ?? modelDirectory.appendingPathComponent("cmudict-en-us.dict"),
+            language: options.string("language") ?? "en")
     }
 
     let settings: Settings
@@ -46,10 +57,18 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @u
     public init(settings: Settings) { self.settings = settings }
 
     public func prepare() async throws {
-        for (what, url, isFolder) in [("acoustic model", settings.acousticModel, true), ("language model", settings.languageModel, false), ("dictionary", settings.dictionary, false)] {
+        for (what, url, isFolder) in [
+            ("acoustic model", settings.acousticModel, true), ("language model", settings.languageModel, false),
+            ("dictionary", settings.dictionary, false),
+        ] {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue == isFolder else {
-                throw VoxError(.unavailable, "pocketsphinx \(what) not found: \(url.path)" + (url.path.hasPrefix(Self.modelDirectory.path) ? " (apt-get install pocketsphinx-en-us)" : ""))
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
+                isDirectory.boolValue == isFolder
+            else {
+                throw VoxError(
+                    .unavailable,
+                    "pocketsphinx \(what) not found: \(url.path)"
+                        + (url.path.hasPrefix(Self.modelDirectory.path) ? " (apt-get install pocketsphinx-en-us)" : ""))
             }
         }
         let decoder = try makeDecoder()
@@ -82,8 +101,9 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @u
         func transcribe(_ chunk: AudioChunk) async throws -> Transcript {
             guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
             let (text, words) = try decoder.decode(chunk)
-            return Transcript(chunk: chunk, text: text, words: words, language: provider.settings.language, provider: "pocketsphinx",
-                              model: provider.settings.acousticModel.lastPathComponent)
+            return Transcript(
+                chunk: chunk, text: text, words: words, language: provider.settings.language, provider: "pocketsphinx",
+                model: provider.settings.acousticModel.lastPathComponent)
         }
 
         func end() {
@@ -101,14 +121,24 @@ final class PocketSphinxDecoder {
     private var priorMean: [mfcc_t] = []
 
     init(settings: PocketSphinxProvider.Settings) throws {
-        let arguments = ["-hmm", settings.acousticModel.path, "-lm", settings.languageModel.path, "-dict", settings.dictionary.path, "-logfn", "/dev/null"]
+        let arguments = [
+            "-hmm", settings.acousticModel.path, "-lm", settings.languageModel.path, "-dict", settings.dictionary.path,
+            "-logfn", "/dev/null",
+        ]
         var cArgs = arguments.map { strdup($0) }
         defer { cArgs.forEach { free($0) } }
-        let config = cArgs.withUnsafeMutableBufferPointer { cmd_ln_parse_r(nil, ps_args(), Int32($0.count), $0.baseAddress, 1) }
+        let config = cArgs.withUnsafeMutableBufferPointer {
+            cmd_ln_parse_r(nil, ps_args(), Int32($0.count), $0.baseAddress, 1)
+        }
         guard let config else { throw TranscribeError(.modelUnavailable, "pocketsphinx rejected its configuration") }
         guard let ps = ps_init(config) else {
             cmd_ln_free_r(config)
-            throw VoxError(.unavailable, "pocketsphinx could not load its model from \(settings.acousticModel.path) (language model \(settings.languageModel.lastPathComponent), dictionary \(settings.dictionary.lastPathComponent))")
+            throw VoxError(
+                .unavailable,
+                "pocketsphinx could not load its model from \(settings.acousticModel.path) (language model "
+                    + "\(settings.languageModel.lastPathComponent), "
+                    + "dictionary \(settings.dictionary.lastPathComponent))"
+            )
         }
         cmd_ln_free_r(config)
         self.ps = ps
@@ -133,7 +163,9 @@ final class PocketSphinxDecoder {
             throw TranscribeError(.decodeFailed, "pocketsphinx takes 16 kHz mono, got \(chunk.format)")
         }
         let pcm = chunk.samples.map(WAVData.int16)
-        guard ps_start_utt(ps) == 0 else { throw TranscribeError(.decodeFailed, "pocketsphinx could not start an utterance") }
+        guard ps_start_utt(ps) == 0 else {
+            throw TranscribeError(.decodeFailed, "pocketsphinx could not start an utterance")
+        }
         var status: Int32 = 0
         pcm.withUnsafeBufferPointer { buffer in
             var offset = 0
@@ -143,7 +175,9 @@ final class PocketSphinxDecoder {
                 offset += n
             }
         }
-        guard ps_end_utt(ps) == 0, status >= 0 else { throw TranscribeError(.decodeFailed, "pocketsphinx failed on this chunk") }
+        guard ps_end_utt(ps) == 0, status >= 0 else {
+            throw TranscribeError(.decodeFailed, "pocketsphinx failed on this chunk")
+        }
         let logmath = ps_get_logmath(ps)
         var words: [Word] = []
         var segment = ps_seg_iter(ps)
@@ -154,8 +188,10 @@ final class PocketSphinxDecoder {
                 var ascr: Int32 = 0, lscr: Int32 = 0, lback: Int32 = 0
                 let posterior = ps_seg_prob(seg, &ascr, &lscr, &lback)
                 let confidence = min(1, max(0, logmath_exp(logmath, posterior)))
-                words.append(Word(text: word, start: chunk.start + Double(startFrame) / frameRate,
-                                  end: chunk.start + Double(endFrame + 1) / frameRate, confidence: confidence))
+                words.append(
+                    Word(
+                        text: word, start: chunk.start + Double(startFrame) / frameRate,
+                        end: chunk.start + Double(endFrame + 1) / frameRate, confidence: confidence))
             }
             segment = ps_seg_next(seg)
         }

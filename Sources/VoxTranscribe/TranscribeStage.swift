@@ -13,7 +13,8 @@ public struct TranscribeStage: Stage {
     }
 
     public static let kind = "transcribe"
-    public static let summary = "Speech to text, per chunk: Whisper or pocketsphinx (offline), or an OpenAI-compatible server."
+    public static let summary =
+        "Speech to text, per chunk: Whisper or pocketsphinx (offline), or an OpenAI-compatible server."
     /// Every transcription provider; a new one is a `ProviderKind` type and a line here.
     public static let providers = ProviderRegistry<any TranscriptionProvider>([
         ProviderEntry(WhisperProvider.self),
@@ -21,7 +22,9 @@ public struct TranscribeStage: Stage {
         ProviderEntry(OpenAITranscriber.self),
     ])
     public static let options: [OptionSpec] = [
-        OptionSpec("provider", .provider(providers.specs), default: ["name": "whisper"], help: "The speech-to-text engine and its settings."),
+        OptionSpec(
+            "provider", .provider(providers.specs), default: ["name": "whisper"],
+            help: "The speech-to-text engine and its settings.")
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -30,7 +33,10 @@ public struct TranscribeStage: Stage {
 
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
         if let required = configuration.provider.streamFormat, input != required {
-            throw PlanError("\(configuration.provider.name) takes \(required); add a stage {\"kind\": \"resample\", \"rate\": \(required.sampleRate ?? 16000), \"channels\": \(required.channels ?? 1)} before the chunk stage")
+            throw PlanError(
+                "\(configuration.provider.name) takes \(required); add a stage {\"kind\": \"resample\", \"rate\": "
+                    + "\(required.sampleRate ?? 16000), \"channels\": \(required.channels ?? 1)} before the chunk stage"
+            )
         }
         return input
     }
@@ -39,7 +45,9 @@ public struct TranscribeStage: Stage {
     public static func identityFiles(_ configuration: Configuration) -> [URL] { configuration.provider.identityFiles }
 
     /// The provider, and what it adds (a model), for provenance records.
-    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { configuration.provider.provenance }
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
+        configuration.provider.provenance
+    }
 
     public let id: String
     let provider: any TranscriptionProvider

@@ -23,7 +23,9 @@ final class WhisperEngine: @unchecked Sendable {
             params.flash_attn = false
         }
         guard let context = whisper_init_from_file_with_params_no_state(modelFile.path, params) else {
-            throw VoxError(.unavailable, "whisper could not load the model \(modelFile.path) (not a ggml Whisper model, or truncated)")
+            throw VoxError(
+                .unavailable,
+                "whisper could not load the model \(modelFile.path) (not a ggml Whisper model, or truncated)")
         }
         self.context = context
         self.modelFile = modelFile
@@ -34,9 +36,13 @@ final class WhisperEngine: @unchecked Sendable {
     /// The alignment-heads preset for the model's size, read from the ggml header (encoder layers
     /// and vocabulary size tell tiny, base, small, medium and English-only apart); nil if unknown.
     private static func alignmentHeads(_ file: URL) -> whisper_alignment_heads_preset? {
-        guard let handle = try? FileHandle(forReadingFrom: file), let header = try? handle.read(upToCount: 24), header.count == 24 else { return nil }
+        guard let handle = try? FileHandle(forReadingFrom: file), let header = try? handle.read(upToCount: 24),
+            header.count == 24
+        else { return nil }
         try? handle.close()
-        let ints = header.withUnsafeBytes { raw in (0..<6).map { Int32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self)) } }
+        let ints = header.withUnsafeBytes { raw in
+            (0..<6).map { Int32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: Int32.self)) }
+        }
         guard ints[0] == 0x6767_6D6C else { return nil }
         let english = ints[1] == 51864
         switch ints[5] {
@@ -124,7 +130,8 @@ final class WhisperEngine: @unchecked Sendable {
         /// Transcribes 16 kHz mono samples; long audio is decoded in Whisper's 30-s windows.
         /// Times are seconds from the start of `samples`. Returns the segments and the language.
         func decode(_ samples: [Float], options: Options) throws -> (segments: [Segment], language: String?) {
-            var params = whisper_full_default_params(options.beamSize > 1 ? WHISPER_SAMPLING_BEAM_SEARCH : WHISPER_SAMPLING_GREEDY)
+            var params = whisper_full_default_params(
+                options.beamSize > 1 ? WHISPER_SAMPLING_BEAM_SEARCH : WHISPER_SAMPLING_GREEDY)
             params.n_threads = Int32(max(1, options.threads))
             params.translate = options.translate
             params.no_context = !options.conditionOnPreviousText
@@ -146,7 +153,10 @@ final class WhisperEngine: @unchecked Sendable {
 
             let language = strdup(options.language ?? "auto")
             let prompt = (prompted ? nil : options.initialPrompt).flatMap { strdup($0) }
-            defer { free(language); free(prompt) }
+            defer {
+                free(language)
+                free(prompt)
+            }
             params.language = UnsafePointer(language)
             params.detect_language = false
             params.initial_prompt = UnsafePointer(prompt)
@@ -155,7 +165,9 @@ final class WhisperEngine: @unchecked Sendable {
             let status = samples.withUnsafeBufferPointer { buffer in
                 whisper_full_with_state(engine.context, state, params, buffer.baseAddress, Int32(buffer.count))
             }
-            guard status == 0 else { throw TranscribeError(.decodeFailed, "whisper failed on this chunk (status \(status))") }
+            guard status == 0 else {
+                throw TranscribeError(.decodeFailed, "whisper failed on this chunk (status \(status))")
+            }
 
             var segments: [Segment] = []
             let eot = whisper_token_eot(engine.context)
@@ -165,17 +177,25 @@ final class WhisperEngine: @unchecked Sendable {
                 for j in 0..<whisper_full_n_tokens_from_state(state, i) {
                     let data = whisper_full_get_token_data_from_state(state, i, j)
                     logprobs.append(Double(data.plog))
-                    guard data.id < eot, let raw = whisper_full_get_token_text_from_state(engine.context, state, i, j) else { continue }
-                    tokens.append(Token(bytes: Array(UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))), start: Double(data.t0) / 100, end: Double(data.t1) / 100,
-                                        probability: Double(data.p), aligned: data.t_dtw >= 0 ? Double(data.t_dtw) / 100 : nil))
+                    guard data.id < eot, let raw = whisper_full_get_token_text_from_state(engine.context, state, i, j)
+                    else { continue }
+                    tokens.append(
+                        Token(
+                            bytes: Array(
+                                UnsafeBufferPointer(
+                                    start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw)
+                                )), start: Double(data.t0) / 100, end: Double(data.t1) / 100,
+                            probability: Double(data.p), aligned: data.t_dtw >= 0 ? Double(data.t_dtw) / 100 : nil))
                 }
                 let text = whisper_full_get_segment_text_from_state(state, i).map { String(cString: $0) } ?? ""
-                segments.append(Segment(start: Double(whisper_full_get_segment_t0_from_state(state, i)) / 100,
-                                        end: Double(whisper_full_get_segment_t1_from_state(state, i)) / 100,
-                                        text: text,
-                                        noSpeechProbability: Double(whisper_full_get_segment_no_speech_prob_from_state(state, i)),
-                                        averageLogprob: logprobs.reduce(0, +) / Double(max(1, logprobs.count)),
-                                        tokens: tokens))
+                segments.append(
+                    Segment(
+                        start: Double(whisper_full_get_segment_t0_from_state(state, i)) / 100,
+                        end: Double(whisper_full_get_segment_t1_from_state(state, i)) / 100,
+                        text: text,
+                        noSpeechProbability: Double(whisper_full_get_segment_no_speech_prob_from_state(state, i)),
+                        averageLogprob: logprobs.reduce(0, +) / Double(max(1, logprobs.count)),
+                        tokens: tokens))
             }
             let langID = whisper_full_lang_id_from_state(state)
             // Whisper's no-speech test, as OpenAI's transcribe() applies it to a window: likely no
@@ -184,10 +204,16 @@ final class WhisperEngine: @unchecked Sendable {
             // tones come back as confident invented sentences (measured: p 0.81 for a sine sweep,
             // 0.88 for -50 dB noise, at most 0.23 for the speech in Samples/ and the LibriVox lines).
             // For one window; longer audio keeps whisper.cpp's own per-window test.
-            if !segments.isEmpty, samples.count <= 30 * 16000, let p = startOfTranscriptNoSpeech(threads: options.threads) {
+            if !segments.isEmpty, samples.count <= 30 * 16000,
+                let p = startOfTranscriptNoSpeech(threads: options.threads)
+            {
                 for k in segments.indices { segments[k].noSpeechProbability = p }
                 let logprob = segments.map(\.averageLogprob).reduce(0, +) / Double(segments.count)
-                if (p > options.noSpeechThreshold && logprob < options.logprobThreshold) || p > options.noSpeechSkipThreshold { segments = [] }
+                if (p > options.noSpeechThreshold && logprob < options.logprobThreshold)
+                    || p > options.noSpeechSkipThreshold
+                {
+                    segments = []
+                }
             }
             let detected = langID >= 0 ? whisper_lang_str(langID).map { String(cString: $0) } : nil
             return (segments, options.language ?? detected)
@@ -199,7 +225,8 @@ final class WhisperEngine: @unchecked Sendable {
         private func startOfTranscriptNoSpeech(threads: Int) -> Double? {
             var sot = whisper_token_sot(engine.context)
             guard whisper_decode_with_state(engine.context, state, &sot, 1, 0, Int32(max(1, threads))) == 0,
-                  let logits = whisper_get_logits_from_state(state) else { return nil }
+                let logits = whisper_get_logits_from_state(state)
+            else { return nil }
             let n = Int(whisper_n_vocab(engine.context))
             let values = UnsafeBufferPointer(start: logits, count: n)
             guard let top = values.max() else { return nil }

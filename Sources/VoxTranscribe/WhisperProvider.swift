@@ -8,13 +8,19 @@ import VoxCore
 public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchecked Sendable {
     public static let name = "whisper"
     public static let summary = "Whisper (whisper.cpp) in-process on the CPU, offline; takes 16 kHz mono."
-    public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider { WhisperProvider(settings: settings) }
-    public static func streamFormat(_ settings: Settings) -> StreamFormat? { StreamFormat(sampleRate: 16000, channels: 1) }
+    public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider {
+        WhisperProvider(settings: settings)
+    }
+    public static func streamFormat(_ settings: Settings) -> StreamFormat? {
+        StreamFormat(sampleRate: 16000, channels: 1)
+    }
     public static func identityFiles(_ settings: Settings) -> [URL] { settings.modelFile.map { [$0] } ?? [] }
     /// The model as named and the file it resolved to (its hash is in the item key), and the language.
     public static func provenance(_ settings: Settings) -> [String: JSONValue] {
-        ["model": .string(settings.model), "modelFile": settings.modelFile.map { .string($0.path) } ?? .null,
-         "language": .string(settings.language ?? "auto"), "runtime": "whisper.cpp"]
+        [
+            "model": .string(settings.model), "modelFile": settings.modelFile.map { .string($0.path) } ?? .null,
+            "language": .string(settings.language ?? "auto"), "runtime": "whisper.cpp",
+        ]
     }
 
     public struct Settings: Sendable, Equatable {
@@ -33,32 +39,60 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     /// Where short model names are looked up: `$VOXPIPE_MODELS` (colon-separated), then the
     /// folder `make setup` installs into.
     public static var modelSearchPath: [URL] {
-        let env = ProcessInfo.processInfo.environment["VOXPIPE_MODELS"].map { $0.split(separator: ":").map(String.init) } ?? []
-        return (env + ["/usr/local/share/voxpipe/models", "/usr/share/voxpipe/models"]).map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let env =
+            ProcessInfo.processInfo.environment["VOXPIPE_MODELS"].map { $0.split(separator: ":").map(String.init) }
+            ?? []
+        return (env + ["/usr/local/share/voxpipe/models", "/usr/share/voxpipe/models"]).map {
+            URL(fileURLWithPath: $0, isDirectory: true)
+        }
     }
     /// The file a model folder holds.
     public static let modelFileName = "ggml-model.bin"
 
     public static let options: [OptionSpec] = [
-        OptionSpec("model", .string, default: "base",
-                   help: "A model name installed by make setup (base, tiny.en), a folder holding \(modelFileName), or a ggml model file."),
-        OptionSpec("language", .string, default: "auto", help: "Language of the speech (de, en, …); auto: detected per item."),
-        OptionSpec("task", .choice(["transcribe", "translate"]), default: "transcribe", help: "translate: English text from any language."),
+        OptionSpec(
+            "model", .string, default: "base",
+            help:
+                "A model name installed by make setup (base, tiny.en), a folder holding \(modelFileName), or a ggml "
+                + "model file."
+        ),
+        OptionSpec(
+            "language", .string, default: "auto", help: "Language of the speech (de, en, …); auto: detected per item."),
+        OptionSpec(
+            "task", .choice(["transcribe", "translate"]), default: "transcribe",
+            help: "translate: English text from any language."),
         OptionSpec("beamSize", .integer(1...8), default: 5, help: "Beam width; 1 decodes greedily."),
-        OptionSpec("bestOf", .integer(1...8), default: 5, help: "Candidates sampled when falling back to a temperature above 0."),
+        OptionSpec(
+            "bestOf", .integer(1...8), default: 5,
+            help: "Candidates sampled when falling back to a temperature above 0."),
         OptionSpec("temperature", .number(0...1), default: 0, help: "First decoding temperature."),
-        OptionSpec("temperatureIncrement", .number(0...1), default: 0.2,
-                   help: "Step of the temperature fallback when a window decodes badly; 0 turns fallback off."),
-        OptionSpec("compressionRatioThreshold", .number(0...10), default: 2.4, help: "Fall back when the text repeats itself more than this."),
-        OptionSpec("logprobThreshold", .number(-20...0), default: -1, help: "Fall back when the average log probability is below this."),
-        OptionSpec("noSpeechThreshold", .number(0...1), default: 0.6,
-                   help: "A window whose no-speech probability is above this (and log probability low) gives no text."),
-        OptionSpec("noSpeechSkipThreshold", .number(0...1), default: 0.7,
-                   help: "A chunk of up to 30 s whose no-speech probability is above this gives no text at all (noise, music); 1 turns it off."),
-        OptionSpec("conditionOnPreviousText", .boolean, default: true, help: "Prompt each window with the text decoded before it in the item."),
-        OptionSpec("initialPrompt", .string, help: "Text to prompt an item's first window with (names, vocabulary, style)."),
+        OptionSpec(
+            "temperatureIncrement", .number(0...1), default: 0.2,
+            help: "Step of the temperature fallback when a window decodes badly; 0 turns fallback off."),
+        OptionSpec(
+            "compressionRatioThreshold", .number(0...10), default: 2.4,
+            help: "Fall back when the text repeats itself more than this."),
+        OptionSpec(
+            "logprobThreshold", .number(-20...0), default: -1,
+            help: "Fall back when the average log probability is below this."),
+        OptionSpec(
+            "noSpeechThreshold", .number(0...1), default: 0.6,
+            help: "A window whose no-speech probability is above this (and log probability low) gives no text."),
+        OptionSpec(
+            "noSpeechSkipThreshold", .number(0...1), default: 0.7,
+            help:
+                "A chunk of up to 30 s whose no-speech probability is above this gives no text at all (noise, "
+                + "music); 1 turns it off."
+        ),
+        OptionSpec(
+            "conditionOnPreviousText", .boolean, default: true,
+            help: "Prompt each window with the text decoded before it in the item."),
+        OptionSpec(
+            "initialPrompt", .string, help: "Text to prompt an item's first window with (names, vocabulary, style)."),
         OptionSpec("wordTimestamps", .boolean, default: true, help: "Word start and end times."),
-        OptionSpec("threads", .integer(0...256), default: 0, help: "CPU threads per decoding item; 0 shares the cores among the items decoding."),
+        OptionSpec(
+            "threads", .integer(0...256), default: 0,
+            help: "CPU threads per decoding item; 0 shares the cores among the items decoding."),
     ]
 
     public static func settings(_ options: StageOptions) throws -> Settings {
@@ -66,7 +100,9 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         var language = options.string("language") ?? "auto"
         language = language.lowercased()
         if language != "auto" && !WhisperEngine.knowsLanguage(language) {
-            throw options.error("language", "whisper does not know the language \"\(language)\" (use an ISO-639-1 code such as de or en, or auto)")
+            throw options.error(
+                "language",
+                "whisper does not know the language \"\(language)\" (use an ISO-639-1 code such as de or en, or auto)")
         }
         var o = WhisperEngine.Options()
         o.translate = options.string("task") == "translate"
@@ -81,9 +117,11 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         o.conditionOnPreviousText = options.bool("conditionOnPreviousText") ?? o.conditionOnPreviousText
         o.initialPrompt = options.string("initialPrompt")
         o.wordTimestamps = options.bool("wordTimestamps") ?? o.wordTimestamps
-        return Settings(model: model, modelFile: resolveModel(model, baseDirectory: options.baseDirectory),
-                        modelPath: isPath(model) ? URL(fileURLWithPath: model, relativeTo: options.baseDirectory).standardizedFileURL : nil,
-                        language: language == "auto" ? nil : language, threads: options.int("threads") ?? 0, options: o)
+        return Settings(
+            model: model, modelFile: resolveModel(model, baseDirectory: options.baseDirectory),
+            modelPath: isPath(model)
+                ? URL(fileURLWithPath: model, relativeTo: options.baseDirectory).standardizedFileURL : nil,
+            language: language == "auto" ? nil : language, threads: options.int("threads") ?? 0, options: o)
     }
 
     /// A short name (`base`) → `<search path>/base/ggml-model.bin`; a path (with a `/`) → the
@@ -126,14 +164,26 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             if let engine { return engine }
             guard let file = settings.modelFile else {
                 if let path = settings.modelPath {
-                    throw VoxError(.unavailable, "whisper model not found: \(path.path) (a ggml model file, or a folder holding \(Self.modelFileName))")
+                    throw VoxError(
+                        .unavailable,
+                        "whisper model not found: \(path.path) (a ggml model file, or a folder holding "
+                            + "\(Self.modelFileName))"
+                    )
                 }
                 let places = Self.modelSearchPath.map(\.path).joined(separator: ", ")
-                throw VoxError(.unavailable, "whisper model '\(settings.model)' is not installed (looked in \(places)); run make setup, or name a model file")
+                throw VoxError(
+                    .unavailable,
+                    "whisper model '\(settings.model)' is not installed (looked in \(places)); run make setup, or "
+                        + "name a model file"
+                )
             }
             let loaded = try WhisperEngine(modelFile: file)
             if let language = settings.language, language != "en", !loaded.isMultilingual {
-                throw VoxError(.unavailable, "whisper model '\(settings.model)' is English-only and cannot transcribe language '\(language)'; use base")
+                throw VoxError(
+                    .unavailable,
+                    "whisper model '\(settings.model)' is English-only and cannot transcribe language '\(language)'; "
+                        + "use base"
+                )
             }
             engine = loaded
             loads += 1
@@ -184,7 +234,9 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             }
             // Pure digital silence: nothing to hear, and Whisper would invent a "you" or a "Thank you."
             guard chunk.samples.contains(where: { abs($0) >= Self.silenceFloor }) else {
-                return Transcript(chunk: chunk, text: "", words: [], language: language, provider: "whisper", model: provider.settings.model)
+                return Transcript(
+                    chunk: chunk, text: "", words: [], language: language, provider: "whisper",
+                    model: provider.settings.model)
             }
             var options = provider.settings.options
             options.language = language
@@ -208,12 +260,16 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
                 words += segmentWords
                 // The segment spans its words where there are any: its timestamp tokens put a
                 // window's first segment at the window's start, however much silence precedes it.
-                spans.append(TranscriptSegment(text: text, start: segmentWords.first?.start ?? min(chunk.end, chunk.start + segment.start),
-                                               end: segmentWords.last?.end ?? min(chunk.end, chunk.start + segment.end)))
+                spans.append(
+                    TranscriptSegment(
+                        text: text, start: segmentWords.first?.start ?? min(chunk.end, chunk.start + segment.start),
+                        end: segmentWords.last?.end ?? min(chunk.end, chunk.start + segment.end)))
             }
             if language == nil, !words.isEmpty { language = detected }
-            return Transcript(chunk: chunk, text: spans.map(\.text).joined(separator: " "), words: words, language: detected ?? language,
-                              provider: "whisper", model: provider.settings.model, segments: spans)
+            return Transcript(
+                chunk: chunk, text: spans.map(\.text).joined(separator: " "), words: words,
+                language: detected ?? language,
+                provider: "whisper", model: provider.settings.model, segments: spans)
         }
 
         func end() { decoder = nil }
@@ -231,17 +287,25 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             for segment in segments {
                 var groups: [[WhisperEngine.Token]] = []
                 for token in segment.tokens {
-                    if token.bytes.first == UInt8(ascii: " ") || groups.isEmpty { groups.append([token]) } else { groups[groups.count - 1].append(token) }
+                    if token.bytes.first == UInt8(ascii: " ") || groups.isEmpty {
+                        groups.append([token])
+                    } else {
+                        groups[groups.count - 1].append(token)
+                    }
                 }
                 let starts = groups.map { $0[0].aligned ?? $0[0].start }
                 for (k, group) in groups.enumerated() {
-                    let text = String(decoding: group.flatMap(\.bytes), as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                    let text = String(decoding: group.flatMap(\.bytes), as: UTF8.self).trimmingCharacters(
+                        in: .whitespaces)
                     guard !text.isEmpty else { continue }
                     let start = starts[k]
                     let last = group[group.count - 1]
                     let stop = k + 1 < groups.count ? starts[k + 1] : max(last.end, last.aligned ?? 0)
                     let confidence = group.map(\.probability).reduce(0, +) / Double(group.count)
-                    words.append(Word(text: text, start: min(end, offset + start), end: min(end, offset + max(start, stop)), confidence: confidence))
+                    words.append(
+                        Word(
+                            text: text, start: min(end, offset + start), end: min(end, offset + max(start, stop)),
+                            confidence: confidence))
                 }
             }
             return words

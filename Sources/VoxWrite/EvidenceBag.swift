@@ -33,6 +33,8 @@ public struct EvidenceBag: Sendable {
     /// The upload's copy in an existing bag, if it holds one.
     public func existingOriginal() -> URL? {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: data.path)) ?? []
-        return names.sorted().first { $0 == "original" || $0.hasPrefix("original.") }.map { data.appendingPathComponent($0) }
+        return names.sorted().first { $0 == "original" || $0.hasPrefix("original.") }.map {
+            data.appendingPathComponent($0)
+        }
     }
 }

@@ -18,7 +18,8 @@ final class SndFileWriter {
             throw WriteError(.unsupported, "libsndfile cannot write WAV \(encoding.rawValue) at \(format)")
         }
         guard let handle = sf_open(url.path, Int32(SFM_WRITE), &info) else {
-            throw WriteError(.cannotCreate, "cannot create \(url.lastPathComponent): \(String(cString: sf_strerror(nil)))")
+            throw WriteError(
+                .cannotCreate, "cannot create \(url.lastPathComponent): \(String(cString: sf_strerror(nil)))")
         }
         self.handle = handle
         self.url = url
@@ -35,7 +36,8 @@ final class SndFileWriter {
         guard frames > 0 else { return }
         let written = samples.withUnsafeBufferPointer { sf_writef_float(handle, $0.baseAddress, sf_count_t(frames)) }
         guard written == frames else {
-            throw WriteError(.writeFailed, "writing \(url.lastPathComponent) failed: \(String(cString: sf_strerror(handle)))")
+            throw WriteError(
+                .writeFailed, "writing \(url.lastPathComponent) failed: \(String(cString: sf_strerror(handle)))")
         }
     }
 
@@ -44,7 +46,8 @@ final class SndFileWriter {
         self.handle = nil
         let status = sf_close(handle)
         guard status == 0 else {
-            throw WriteError(.writeFailed, "closing \(url.lastPathComponent) failed: \(String(cString: sf_error_number(status)))")
+            throw WriteError(
+                .writeFailed, "closing \(url.lastPathComponent) failed: \(String(cString: sf_error_number(status)))")
         }
     }
 }

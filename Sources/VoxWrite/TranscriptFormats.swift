@@ -17,7 +17,9 @@ public enum TranscriptFormat: String, Sendable, CaseIterable {
     /// (each word goes with the segment it starts in), else the transcript over its chunk.
     static func cues(_ transcripts: [Transcript]) -> [Cue] {
         transcripts.flatMap { t -> [Cue] in
-            guard !t.segments.isEmpty else { return [Cue(start: t.chunk.start, end: t.chunk.end, text: t.text, words: t.words)] }
+            guard !t.segments.isEmpty else {
+                return [Cue(start: t.chunk.start, end: t.chunk.end, text: t.text, words: t.words)]
+            }
             var cues = t.segments.map { Cue(start: $0.start, end: $0.end, text: $0.text, words: []) }
             for word in t.words {
                 let k = cues.lastIndex { $0.start <= word.start } ?? 0
@@ -35,16 +37,21 @@ public enum TranscriptFormat: String, Sendable, CaseIterable {
             return transcripts.map { $0.text + "\n" }.joined()
         case .srt:
             return cues.enumerated().map { i, s in
-                "\(i + 1)\n\(Self.timestamp(s.start, separator: ",")) --> \(Self.timestamp(s.end, separator: ","))\n\(s.text)\n\n"
+                "\(i + 1)\n\(Self.timestamp(s.start, separator: ",")) --> "
+                    + "\(Self.timestamp(s.end, separator: ","))\n\(s.text)\n\n"
             }.joined()
         case .vtt:
-            return "WEBVTT\n\n" + cues.map { s in
-                "\(Self.timestamp(s.start, separator: ".")) --> \(Self.timestamp(s.end, separator: "."))\n\(s.text)\n\n"
-            }.joined()
+            return "WEBVTT\n\n"
+                + cues.map { s in
+                    "\(Self.timestamp(s.start, separator: ".")) --> "
+                        + "\(Self.timestamp(s.end, separator: "."))\n\(s.text)\n\n"
+                }.joined()
         case .tsv:
-            return "start\tend\ttext\n" + cues.map { s in
-                "\(Self.milliseconds(s.start))\t\(Self.milliseconds(s.end))\t\(s.text.replacingOccurrences(of: "\t", with: " "))\n"
-            }.joined()
+            return "start\tend\ttext\n"
+                + cues.map { s in
+                    let text = s.text.replacingOccurrences(of: "\t", with: " ")
+                    return "\(Self.milliseconds(s.start))\t\(Self.milliseconds(s.end))\t\(text)\n"
+                }.joined()
         case .json:
             return Self.json(transcripts, cues: cues)
         }
@@ -53,23 +60,47 @@ public enum TranscriptFormat: String, Sendable, CaseIterable {
     /// `HH:MM:SS,mmm` (SRT) or `HH:MM:SS.mmm` (WebVTT).
     static func timestamp(_ seconds: Double, separator: String) -> String {
         let ms = milliseconds(seconds)
-        return String(format: "%02d:%02d:%02d%@%03d", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, separator, ms % 1000)
+        return String(
+            format: "%02d:%02d:%02d%@%03d", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, separator, ms % 1000)
     }
 
     static func milliseconds(_ seconds: Double) -> Int { max(0, Int((seconds * 1000).rounded())) }
 
-    struct JSONWord: Encodable { var word: String; var start: Double; var end: Double; var probability: Double? }
-    struct JSONSegment: Encodable { var id: Int; var start: Double; var end: Double; var text: String; var words: [JSONWord] }
-    struct JSONDocument: Encodable { var text: String; var language: String?; var provider: String?; var model: String?; var segments: [JSONSegment] }
+    struct JSONWord: Encodable {
+        var word: String
+        var start: Double
+        var end: Double
+        var probability: Double?
+    }
+    struct JSONSegment: Encodable {
+        var id: Int
+        var start: Double
+        var end: Double
+        var text: String
+        var words: [JSONWord]
+    }
+    struct JSONDocument: Encodable {
+        var text: String
+        var language: String?
+        var provider: String?
+        var model: String?
+        var segments: [JSONSegment]
+    }
 
     static func json(_ transcripts: [Transcript], cues: [Cue]) -> String {
         func r(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
         let document = JSONDocument(
             text: transcripts.map(\.text).joined(separator: " "),
-            language: transcripts.first?.language, provider: transcripts.first?.provider, model: transcripts.first?.model,
+            language: transcripts.first?.language, provider: transcripts.first?.provider,
+            model: transcripts.first?.model,
             segments: cues.enumerated().map { i, s in
-                JSONSegment(id: i, start: r(s.start), end: r(s.end), text: s.text,
-                            words: s.words.map { JSONWord(word: $0.text, start: r($0.start), end: r($0.end), probability: $0.confidence.map { (($0 * 10000).rounded()) / 10000 }) })
+                JSONSegment(
+                    id: i, start: r(s.start), end: r(s.end), text: s.text,
+                    words: s.words.map {
+                        JSONWord(
+                            word: $0.text, start: r($0.start), end: r($0.end),
+                            probability: $0.confidence.map { (($0 * 10000).rounded()) / 10000 })
+                    })
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -34,7 +34,8 @@ public struct WriteEvidenceStage: Stage {
     }
 
     public static let kind = "write-evidence"
-    public static let summary = "Writes a BagIt evidence bundle per item/track: 48 kHz mono WAV of the window, original, report, hashes."
+    public static let summary =
+        "Writes a BagIt evidence bundle per item/track: 48 kHz mono WAV of the window, original, report, hashes."
     public static let options: [OptionSpec] = [
         OptionSpec("organization", .string, help: "Source-Organization in bag-info.txt."),
         OptionSpec("original", .boolean, default: true, help: "Keep the untouched upload as data/original.<ext>."),
@@ -51,12 +52,17 @@ public struct WriteEvidenceStage: Stage {
 
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
         guard input == evidenceFormat else {
-            throw PlanError("evidence is 48 kHz mono; add a stage {\"kind\": \"resample\", \"rate\": 48000, \"channels\": 1} before the chunk stage (and list the audio first in \"from\")")
+            throw PlanError(
+                "evidence is 48 kHz mono; add a stage {\"kind\": \"resample\", \"rate\": 48000, \"channels\": 1} "
+                    + "before the chunk stage (and list the audio first in \"from\")"
+            )
         }
         return input
     }
 
-    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { ["\(id)/ (BagIt bag)"] }
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
+        ["\(id)/ (BagIt bag)"]
+    }
 
     public let id: String
     public let configuration: Configuration
@@ -77,18 +83,29 @@ public struct WriteEvidenceStage: Stage {
         for try await value in input {
             switch value {
             case .chunk(let chunk):
-                guard window == nil else { throw WriteError(.unsupported, "write-evidence takes one window per item or track; feed it from a chunk stage in mode tail") }
-                guard chunk.format == AudioFormat(sampleRate: 48000, channels: 1) else { throw WriteError(.unsupported, "evidence must be 48 kHz mono, got \(chunk.format)") }
+                guard window == nil else {
+                    throw WriteError(
+                        .unsupported,
+                        "write-evidence takes one window per item or track; feed it from a chunk stage in mode tail")
+                }
+                guard chunk.format == AudioFormat(sampleRate: 48000, channels: 1) else {
+                    throw WriteError(.unsupported, "evidence must be 48 kHz mono, got \(chunk.format)")
+                }
                 window = chunk
             case .transcript(let t):
                 if !t.text.isEmpty { transcripts.append(t) }
             }
         }
-        guard var window else { throw WriteError(.unsupported, "no audio reached write-evidence (is the input empty?)") }
+        guard var window else {
+            throw WriteError(.unsupported, "no audio reached write-evidence (is the input empty?)")
+        }
         if let reported = item.item.window { window = Self.trim(window, to: reported) }
         let bag = try item.outputs.reserve(name: id)
-        try build(bag: bag, window: window, transcripts: transcripts.sorted { $0.chunk.start < $1.chunk.start }, item: item)
-        for artifact in try item.outputs.artifacts(forDirectory: bag, digests: digests) { try await output.send(artifact) }
+        try build(
+            bag: bag, window: window, transcripts: transcripts.sorted { $0.chunk.start < $1.chunk.start }, item: item)
+        for artifact in try item.outputs.artifacts(forDirectory: bag, digests: digests) {
+            try await output.send(artifact)
+        }
     }
 
     func build(bag: URL, window: AudioChunk, transcripts: [Transcript], item: ItemContext) throws {
@@ -117,10 +134,15 @@ public struct WriteEvidenceStage: Stage {
             try AtomicFile.writeFile(Data(TranscriptFormat.json.render(transcripts).utf8), to: layout.transcript)
         }
         if sourceSHA == nil { (sourceSHA, sourceBytes) = try digests.hexOfFile(at: source.url) }
-        let report = reportJSON(window: window, item: item, sourceSHA: sourceSHA ?? "", sourceBytes: sourceBytes, pcmSHA: try Self.pcmSHA256(evidence), pcmFrames: window.frames)
+        let report = reportJSON(
+            window: window, item: item, sourceSHA: sourceSHA ?? "", sourceBytes: sourceBytes,
+            pcmSHA: try Self.pcmSHA256(evidence), pcmFrames: window.frames)
         try AtomicFile.writeFile(report.prettyData() + Data("\n".utf8), to: layout.report)
 
-        var info: [(String, String)] = [("Bag-Software-Agent", "voxpipe \(provenance.software["voxpipe"] ?? "")"), ("Bagging-Date", baggingDate(item))]
+        var info: [(String, String)] = [
+            ("Bag-Software-Agent", "voxpipe \(provenance.software["voxpipe"] ?? "")"),
+            ("Bagging-Date", baggingDate(item)),
+        ]
         if let ids = item.item.window?.reportIDs {
             info.append(("External-Identifier", ids.joined(separator: ", ")))
         } else if let reportID = item.facts.report?["reportId"].map(Self.text) {
@@ -133,8 +155,14 @@ public struct WriteEvidenceStage: Stage {
     /// The date the evidence is about, so the bag is the same whenever it is built: the report's
     /// reported-at day, else the upload's modification day (UTC).
     func baggingDate(_ item: ItemContext) -> String {
-        if let at = item.facts.report?["reportedAt"]?.stringValue, at.count >= 10, at.prefix(10).allSatisfy({ $0.isNumber || $0 == "-" }) { return String(at.prefix(10)) }
-        let modified = (try? FileManager.default.attributesOfItem(atPath: item.item.url.path)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
+        if let at = item.facts.report?["reportedAt"]?.stringValue, at.count >= 10,
+            at.prefix(10).allSatisfy({ $0.isNumber || $0 == "-" })
+        {
+            return String(at.prefix(10))
+        }
+        let modified =
+            (try? FileManager.default.attributesOfItem(atPath: item.item.url.path)[.modificationDate] as? Date)
+            ?? Date(timeIntervalSince1970: 0)
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
@@ -142,33 +170,53 @@ public struct WriteEvidenceStage: Stage {
         return formatter.string(from: modified)
     }
 
-    func reportJSON(window: AudioChunk, item: ItemContext, sourceSHA: String, sourceBytes: Int64, pcmSHA: String, pcmFrames: Int) -> JSONValue {
+    func reportJSON(
+        window: AudioChunk, item: ItemContext, sourceSHA: String, sourceBytes: Int64, pcmSHA: String, pcmFrames: Int
+    ) -> JSONValue {
         func r(_ x: Double) -> JSONValue { .number((x * 1_000_000).rounded() / 1_000_000) }
         let facts = item.facts
-        var source: [String: JSONValue] = ["file": .string(item.item.relativePath), "bytes": .number(Double(sourceBytes)), "sha256": .string(sourceSHA)]
-        if let format = facts.sourceFormat { source["sampleRate"] = .number(Double(format.sampleRate)); source["channels"] = .number(Double(format.channels)) }
+        var source: [String: JSONValue] = [
+            "file": .string(item.item.relativePath), "bytes": .number(Double(sourceBytes)),
+            "sha256": .string(sourceSHA),
+        ]
+        if let format = facts.sourceFormat {
+            source["sampleRate"] = .number(Double(format.sampleRate))
+            source["channels"] = .number(Double(format.channels))
+        }
         if let seconds = facts.audioSeconds { source["durationSeconds"] = r(seconds) }
-        let track: JSONValue = item.item.track.map { t in
-            .object(["channel": .number(Double(t.channel)), "name": .string(t.name), "user": t.user.map(JSONValue.string) ?? .null])
-        } ?? .null
+        let track: JSONValue =
+            item.item.track.map { t in
+                .object([
+                    "channel": .number(Double(t.channel)), "name": .string(t.name),
+                    "user": t.user.map(JSONValue.string) ?? .null,
+                ])
+            } ?? .null
         return [
             "report": facts.report.map { .object($0) } ?? .null,
             "track": track,
             "source": .object(source),
             "window": windowJSON(window, reported: item.item.window, r: r),
-            "evidence": ["file": .string(EvidenceBag.evidencePath), "sampleRate": 48000, "channels": 1, "encoding": "PCM 16-bit little-endian",
-                         "frames": .number(Double(pcmFrames)), "pcmSHA256": .string(pcmSHA)],
+            "evidence": [
+                "file": .string(EvidenceBag.evidencePath), "sampleRate": 48000, "channels": 1,
+                "encoding": "PCM 16-bit little-endian",
+                "frames": .number(Double(pcmFrames)), "pcmSHA256": .string(pcmSHA),
+            ],
             "resampler": .array(provenance.stages(ofKind: "resample")),
             "provenance": .array(provenance.stages),
             "software": .object(provenance.software.mapValues(JSONValue.string)),
-            "spec": ["sha256": provenance.specFingerprint.map(JSONValue.string) ?? .null, "stages": provenance.spec?.objectValue?["stages"] ?? .null],
+            "spec": [
+                "sha256": provenance.specFingerprint.map(JSONValue.string) ?? .null,
+                "stages": provenance.spec?.objectValue?["stages"] ?? .null,
+            ],
         ]
     }
 
     /// The window's span; for a report window also what was asked, the shortfall at the
     /// recording's start, and the report ids it holds.
     func windowJSON(_ window: AudioChunk, reported: InputFile.Window?, r: (Double) -> JSONValue) -> JSONValue {
-        var o: [String: JSONValue] = ["start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start)]
+        var o: [String: JSONValue] = [
+            "start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start),
+        ]
         if let reported {
             o["reportIds"] = .array(reported.reportIDs.map(JSONValue.string))
             o["requestedSeconds"] = r(reported.seconds)
@@ -198,7 +246,9 @@ public struct WriteEvidenceStage: Stage {
         var offset = 12
         while offset + 8 <= bytes.count {
             let id = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
-            let size = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
+            let size =
+                Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(
+                    bytes[offset + 7]) << 24
             if id == "data" { return Digest.hex(bytes[(offset + 8)..<min(bytes.count, offset + 8 + size)]) }
             offset += 8 + size + (size & 1)
         }

@@ -20,14 +20,18 @@ public struct WriteMessageChunksStage: Stage {
     public static let summary = "Splits written files into message-sized parts with a checksummed index."
     public static let options: [OptionSpec] = [
         OptionSpec("bytes", .integer(256...16_777_216), default: 30720, help: "Largest part in bytes."),
-        OptionSpec("include", .string, help: "Only files whose path ends with this (for example evidence.wav); absent: every file."),
+        OptionSpec(
+            "include", .string,
+            help: "Only files whose path ends with this (for example evidence.wav); absent: every file."),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
         Configuration(bytes: options.int("bytes") ?? 30720, include: options.string("include").map { [$0] } ?? [])
     }
 
-    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { ["\(id)/ (parts + index)"] }
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
+        ["\(id)/ (parts + index)"]
+    }
 
     public let id: String
     public let configuration: Configuration
@@ -39,7 +43,11 @@ public struct WriteMessageChunksStage: Stage {
 
     /// The index file's shape.
     public struct Index: Codable, Equatable {
-        public struct Part: Codable, Equatable { public var file: String; public var bytes: Int; public var sha256: String }
+        public struct Part: Codable, Equatable {
+            public var file: String
+            public var bytes: Int
+            public var sha256: String
+        }
         public var name: String
         public var bytes: Int64
         public var sha256: String
@@ -50,7 +58,8 @@ public struct WriteMessageChunksStage: Stage {
 
     public func run(_ input: Inbox<Artifact>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
         var folder: URL?
-        for try await artifact in input where configuration.include.isEmpty || configuration.include.contains(where: artifact.path.hasSuffix) {
+        for try await artifact in input
+        where configuration.include.isEmpty || configuration.include.contains(where: artifact.path.hasSuffix) {
             guard let source = item.outputs.currentURL(ofArtifact: artifact.path) else {
                 throw WriteError(.unsupported, "cannot find \(artifact.path) among this item's outputs")
             }
@@ -63,7 +72,9 @@ public struct WriteMessageChunksStage: Stage {
             let inner = artifact.path.hasPrefix(prefix) ? String(artifact.path.dropFirst(prefix.count)) : artifact.path
             try split(source, name: inner.replacingOccurrences(of: "/", with: "_"), into: folder)
         }
-        if let folder { for artifact in try item.outputs.artifacts(forDirectory: folder) { try await output.send(artifact) } }
+        if let folder {
+            for artifact in try item.outputs.artifacts(forDirectory: folder) { try await output.send(artifact) }
+        }
     }
 
     func split(_ source: URL, name: String, into folder: URL) throws {
@@ -84,10 +95,13 @@ public struct WriteMessageChunksStage: Stage {
             total += Int64(data.count)
             parts.append(Index.Part(file: file, bytes: data.count, sha256: Digest.hex(data)))
         }
-        let index = Index(name: name, bytes: total, sha256: whole.finalizeHex(), partBytes: configuration.bytes, count: parts.count, parts: parts)
+        let index = Index(
+            name: name, bytes: total, sha256: whole.finalizeHex(), partBytes: configuration.bytes, count: parts.count,
+            parts: parts)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try AtomicFile.writeFile(try encoder.encode(index) + Data("\n".utf8), to: folder.appendingPathComponent("\(name).index.json"))
+        try AtomicFile.writeFile(
+            try encoder.encode(index) + Data("\n".utf8), to: folder.appendingPathComponent("\(name).index.json"))
     }
 
     /// Reassembles the file an index describes from the parts beside it; every problem names
@@ -104,15 +118,24 @@ public struct WriteMessageChunksStage: Stage {
         let folder = url.deletingLastPathComponent()
         var problems: [String] = []
         var data = Data()
-        if index.count != index.parts.count { problems.append("index: count \(index.count) but \(index.parts.count) parts listed") }
+        if index.count != index.parts.count {
+            problems.append("index: count \(index.count) but \(index.parts.count) parts listed")
+        }
         var listed: Set<String> = []
         for part in index.parts {
-            guard !part.file.isEmpty, part.file != ".", part.file != "..", !part.file.contains("/"), !part.file.contains("\0") else {
-                problems.append("\(part.file): not a file name beside the index"); continue
+            guard !part.file.isEmpty, part.file != ".", part.file != "..", !part.file.contains("/"),
+                !part.file.contains("\0")
+            else {
+                problems.append("\(part.file): not a file name beside the index")
+                continue
             }
-            guard listed.insert(part.file).inserted else { problems.append("\(part.file): listed twice"); continue }
+            guard listed.insert(part.file).inserted else {
+                problems.append("\(part.file): listed twice")
+                continue
+            }
             guard let bytes = FileManager.default.contents(atPath: folder.appendingPathComponent(part.file).path) else {
-                problems.append("\(part.file): missing"); continue
+                problems.append("\(part.file): missing")
+                continue
             }
             if bytes.count != part.bytes || Digest.hex(bytes) != part.sha256 {
                 problems.append("\(part.file): altered (\(bytes.count) bytes, sha256 does not match the index)")

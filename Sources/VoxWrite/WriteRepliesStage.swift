@@ -35,15 +35,21 @@ public struct WriteRepliesStage: Stage {
     public static let kind = "write-replies"
     public static let summary = "Writes one JSON per item: every turn's times, transcription, reply and spoken reply."
     public static let options: [OptionSpec] = [
-        OptionSpec("embedAudio", .boolean, default: false, help: "Put each spoken reply in the JSON as a base64 WAV (`audio`)."),
-        OptionSpec("audioFrom", .string, help: "Id of the write-wav stage writing the spoken replies; each turn then names its file (`audioFile`)."),
+        OptionSpec(
+            "embedAudio", .boolean, default: false, help: "Put each spoken reply in the JSON as a base64 WAV (`audio`)."
+        ),
+        OptionSpec(
+            "audioFrom", .string,
+            help: "Id of the write-wav stage writing the spoken replies; each turn then names its file (`audioFile`)."),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
         Configuration(embedAudio: options.bool("embedAudio") ?? false, audioFrom: options.string("audioFrom"))
     }
 
-    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { ["\(id).json"] }
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
+        ["\(id).json"]
+    }
 
     public let id: String
     public let configuration: Configuration
@@ -80,9 +86,17 @@ public struct WriteRepliesStage: Stage {
             case .reply(let rep): (reply, speech) = (rep, nil)
             }
             let chunk = reply.transcript.chunk
-            let file = speech != nil ? configuration.audioFrom.map { ItemOutputs.fileName(stageID: $0, index: chunk.index, ext: "wav") } : nil
-            let audio = configuration.embedAudio ? speech.map { WAVData.pcm16($0.audio.samples, format: $0.audio.format).base64EncodedString() } : nil
-            turns.append(Turn(turn: turns.count + 1, start: r(chunk.start), end: r(chunk.end), transcription: reply.transcript.text, reply: reply.text, audioFile: file, audio: audio))
+            let file =
+                speech != nil
+                ? configuration.audioFrom.map { ItemOutputs.fileName(stageID: $0, index: chunk.index, ext: "wav") }
+                : nil
+            let audio =
+                configuration.embedAudio
+                ? speech.map { WAVData.pcm16($0.audio.samples, format: $0.audio.format).base64EncodedString() } : nil
+            turns.append(
+                Turn(
+                    turn: turns.count + 1, start: r(chunk.start), end: r(chunk.end),
+                    transcription: reply.transcript.text, reply: reply.text, audioFile: file, audio: audio))
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -16,7 +16,9 @@ public struct WriteTranscriptStage: Stage {
     public static let kind = "write-transcript"
     public static let summary = "Writes transcripts as txt, srt, vtt, tsv and whisper-style json."
     public static let options: [OptionSpec] = [
-        OptionSpec("formats", .choices(TranscriptFormat.allCases.map(\.rawValue)), default: ["txt", "srt", "json"], help: "Files to write, one per format."),
+        OptionSpec(
+            "formats", .choices(TranscriptFormat.allCases.map(\.rawValue)), default: ["txt", "srt", "json"],
+            help: "Files to write, one per format.")
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {

@@ -35,8 +35,12 @@ public struct WriteWAVStage: Stage {
     public static let kind = "write-wav"
     public static let summary = "Writes WAV files: one per stream of blocks, or one per chunk or speech."
     public static let options: [OptionSpec] = [
-        OptionSpec("encoding", .choice(WAVEncoding.allCases.map(\.rawValue)), default: "pcm16", help: "Sample encoding: 16- or 24-bit PCM, or 32-bit float."),
-        OptionSpec("rate", .integer(8000...192_000), help: "Sample rate of the files (converted with libsoxr); absent keeps the input's."),
+        OptionSpec(
+            "encoding", .choice(WAVEncoding.allCases.map(\.rawValue)), default: "pcm16",
+            help: "Sample encoding: 16- or 24-bit PCM, or 32-bit float."),
+        OptionSpec(
+            "rate", .integer(8000...192_000),
+            help: "Sample rate of the files (converted with libsoxr); absent keeps the input's."),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -77,16 +81,22 @@ public struct WriteWAVStage: Stage {
             case .block(let block):
                 if stream == nil {
                     let temp = try item.outputs.reserve(stageID: id, ext: "wav")
-                    stream = (try SndFileWriter(url: temp, format: outputFormat(block.format), encoding: configuration.encoding), temp, block.format, try converter(for: block.format))
+                    stream = (
+                        try SndFileWriter(
+                            url: temp, format: outputFormat(block.format), encoding: configuration.encoding), temp,
+                        block.format, try converter(for: block.format)
+                    )
                 }
                 guard let current = stream else { continue }
                 guard block.format == current.input else {
-                    throw WriteError(.unsupported, "the stream changed format mid-way (\(current.input) to \(block.format))")
+                    throw WriteError(
+                        .unsupported, "the stream changed format mid-way (\(current.input) to \(block.format))")
                 }
                 try current.writer.write(try current.converter?.process(block.samples) ?? block.samples)
             case .chunk(let chunk):
                 let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: "wav")
-                let writer = try SndFileWriter(url: temp, format: outputFormat(chunk.format), encoding: configuration.encoding)
+                let writer = try SndFileWriter(
+                    url: temp, format: outputFormat(chunk.format), encoding: configuration.encoding)
                 try writer.write(try converter(for: chunk.format)?.convertAll(chunk.samples) ?? chunk.samples)
                 try writer.close()
                 try await output.send(try item.outputs.artifact(for: temp))
@@ -99,4 +109,3 @@ public struct WriteWAVStage: Stage {
         }
     }
 }
-

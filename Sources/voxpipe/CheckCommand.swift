@@ -16,28 +16,37 @@ struct CheckCommand: AsyncParsableCommand {
         commandName: "check",
         abstract: "Run a suite's spec over its inputs and check the outputs: WER/CER, goldens, audio, budgets.",
         discussion: """
-        A SUITE (JSON) names a spec, inputs and expectations; see README "Quality checks". \
-        Exit status: 0 every expectation holds; 1 some fail; 65 a bad suite or spec; 66 no input.
-        """
+            A SUITE (JSON) names a spec, inputs and expectations; see README "Quality checks". \
+            Exit status: 0 every expectation holds; 1 some fail; 65 a bad suite or spec; 66 no input.
+            """
     )
 
     @Argument(help: "The suite (JSON).") var suite: String
-    @Option(name: [.short, .long], help: "Output folder (default: a new temporary one, removed afterwards).") var output: String?
+    @Option(name: [.short, .long], help: "Output folder (default: a new temporary one, removed afterwards).")
+    var output: String?
     @Option(name: [.short, .long], help: "Items processed at once (default: number of cores).") var jobs: Int?
-    @Option(help: ArgumentHelp("Write JUnit XML: one test case per expectation and item, and per budget.", valueName: "FILE.xml")) var junit: String?
+    @Option(
+        help: ArgumentHelp(
+            "Write JUnit XML: one test case per expectation and item, and per budget.", valueName: "FILE.xml"))
+    var junit: String?
     @Option(help: ArgumentHelp("Write a JSON summary of every expectation.", valueName: "FILE.json")) var json: String?
-    @Option(help: ArgumentHelp("Write ref.trn, hyp.trn and hyp.ctm for sclite (SCTK) into this folder.", valueName: "DIR")) var sctk: String?
-    @Flag(help: "Take the current outputs as the goldens (written beside the suite), printing what changed.") var update = false
+    @Option(
+        help: ArgumentHelp("Write ref.trn, hyp.trn and hyp.ctm for sclite (SCTK) into this folder.", valueName: "DIR"))
+    var sctk: String?
+    @Flag(help: "Take the current outputs as the goldens (written beside the suite), printing what changed.")
+    var update = false
 
     func run() async throws {
         let loaded: Suite
         do { loaded = try Suite.load(URL(fileURLWithPath: suite)) } catch { throw fail(error) }
         let temporary = output == nil
-        let out = output.map { URL(fileURLWithPath: $0).standardizedFileURL }
+        let out =
+            output.map { URL(fileURLWithPath: $0).standardizedFileURL }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-check-\(UUID().uuidString)")
         defer { if temporary { try? FileManager.default.removeItem(at: out) } }
         let report = out.appendingPathComponent(".voxpipe-check-report.jsonl")
-        var arguments = [loaded.spec.path] + loaded.inputs.map(\.path) + ["--output", out.path, "--report", report.path]
+        var arguments =
+            [loaded.spec.path] + loaded.inputs.map(\.path) + ["--output", out.path, "--report", report.path]
         if let jobs { arguments += ["--jobs", String(jobs)] }
         let started = ContinuousClock.now
         do {
@@ -49,20 +58,27 @@ struct CheckCommand: AsyncParsableCommand {
         let elapsed = ContinuousClock.now - started
         let items: [CheckedItem]
         do { items = try readReport(report) } catch { throw fail(error) }
-        let passed = try evaluateChecks(loaded, outputDirectory: out, items: items, reports: CheckReportPaths(junit: junit, json: json, sctk: sctk, update: update),
-                                        seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        let passed = try evaluateChecks(
+            loaded, outputDirectory: out, items: items,
+            reports: CheckReportPaths(junit: junit, json: json, sctk: sctk, update: update),
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         if !passed { throw ExitCode(1) }
     }
 
     /// The items of a run, from its JSON-lines report.
     func readReport(_ url: URL) throws -> [CheckedItem] {
-        guard let data = FileManager.default.contents(atPath: url.path) else { throw VoxError(.internal, "the run wrote no report at \(url.path)") }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw VoxError(.internal, "the run wrote no report at \(url.path)")
+        }
         return try data.split(separator: 0x0A).map { line in
-            guard let o = try JSONValue.parse(Data(line)).objectValue, let name = o["output"]?.stringValue, let status = o["status"]?.stringValue else {
+            guard let o = try JSONValue.parse(Data(line)).objectValue, let name = o["output"]?.stringValue,
+                let status = o["status"]?.stringValue
+            else {
                 throw VoxError(.internal, "an unreadable line in the run's report")
             }
-            return CheckedItem(name: name, status: status, failure: o["error"]?.objectValue?["reason"]?.stringValue,
-                               seconds: o["seconds"]?.numberValue ?? 0, audioSeconds: o["audioSeconds"]?.numberValue)
+            return CheckedItem(
+                name: name, status: status, failure: o["error"]?.objectValue?["reason"]?.stringValue,
+                seconds: o["seconds"]?.numberValue ?? 0, audioSeconds: o["audioSeconds"]?.numberValue)
         }
     }
 }
@@ -70,20 +86,36 @@ struct CheckCommand: AsyncParsableCommand {
 /// Checks a finished run's outputs against a suite, prints one line per result (PASS/FAIL, with
 /// the alignment or differences under a failure), writes the reports asked for, and returns
 /// whether everything held. `run --check` and `check` share it.
-func evaluateChecks(_ suite: Suite, outputDirectory: URL, items: [CheckedItem], reports: CheckReportPaths, seconds: Double) throws -> Bool {
-    let outcome = Checker(suite: suite, outputDirectory: outputDirectory, items: items, wallSeconds: seconds).evaluate(update: reports.update)
+func evaluateChecks(
+    _ suite: Suite, outputDirectory: URL, items: [CheckedItem], reports: CheckReportPaths, seconds: Double
+) throws -> Bool {
+    let outcome = Checker(suite: suite, outputDirectory: outputDirectory, items: items, wallSeconds: seconds).evaluate(
+        update: reports.update)
     for update in outcome.updates { printError("golden \(update.path): \(update.change)") }
     var lines: [String] = []
     for result in outcome.results {
         lines.append("\(result.passed ? "PASS" : "FAIL")  \(result.item)  \(result.name): \(result.message)")
-        if !result.passed, let detail = result.detail { lines += detail.split(separator: "\n", omittingEmptySubsequences: false).map { "      " + $0 } }
+        if !result.passed, let detail = result.detail {
+            lines += detail.split(separator: "\n", omittingEmptySubsequences: false).map { "      " + $0 }
+        }
     }
     print(lines.joined(separator: "\n"))
     let failed = outcome.results.filter { !$0.passed }.count
-    printError("check: \(outcome.results.count - failed) of \(outcome.results.count) expectations hold; normalisation: \(suite.normalization.summary)")
+    printError(
+        "check: \(outcome.results.count - failed) of \(outcome.results.count) expectations hold; normalisation: "
+            + "\(suite.normalization.summary)"
+    )
     do {
-        if let path = reports.junit { try AtomicFile.write(Data(CheckReports.junit(outcome, suiteName: suite.url.deletingPathExtension().lastPathComponent, seconds: seconds).utf8), to: URL(fileURLWithPath: path)) }
-        if let path = reports.json { try AtomicFile.write(CheckReports.json(outcome, suite: suite), to: URL(fileURLWithPath: path)) }
+        if let path = reports.junit {
+            try AtomicFile.write(
+                Data(
+                    CheckReports.junit(
+                        outcome, suiteName: suite.url.deletingPathExtension().lastPathComponent, seconds: seconds
+                    ).utf8), to: URL(fileURLWithPath: path))
+        }
+        if let path = reports.json {
+            try AtomicFile.write(CheckReports.json(outcome, suite: suite), to: URL(fileURLWithPath: path))
+        }
         if let path = reports.sctk { try CheckReports.writeSCTK(outcome, to: URL(fileURLWithPath: path)) }
     } catch {
         throw fail(error)

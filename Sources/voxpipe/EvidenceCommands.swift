@@ -8,21 +8,31 @@ struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check evidence bundles (BagIt): complete and valid; one line per bag on stdout.",
-        discussion: "A BUNDLE may also be a folder holding bags (an output folder): every bag below it is checked. Exit 0 when all pass, 1 otherwise."
+        discussion:
+            "A BUNDLE may also be a folder holding bags (an output folder): every bag below it is checked. Exit 0 "
+            + "when all pass, 1 otherwise."
     )
 
     @Argument(help: "Bags, or folders holding bags.") var bundles: [String]
-    @Option(help: ArgumentHelp("Also re-derive data/evidence.wav from data/original.* with this spec and check it is byte-identical.", valueName: "SPEC")) var rebuild: String?
+    @Option(
+        help: ArgumentHelp(
+            "Also re-derive data/evidence.wav from data/original.* with this spec and check it is byte-identical.",
+            valueName: "SPEC")) var rebuild: String?
 
     func run() async throws {
         bootstrapLogging(verbose: false)
         var bags: [URL] = []
         for path in bundles {
             let url = URL(fileURLWithPath: path).standardizedFileURL
-            guard FileManager.default.fileExists(atPath: url.path) else { throw fail(VoxError(.noInput, "\(path): no such file or folder")) }
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw fail(VoxError(.noInput, "\(path): no such file or folder"))
+            }
             bags += findBags(url)
         }
-        guard !bags.isEmpty else { throw fail(VoxError(.noInput, "no BagIt bags (folders with bagit.txt) in \(bundles.joined(separator: ", "))")) }
+        guard !bags.isEmpty else {
+            throw fail(
+                VoxError(.noInput, "no BagIt bags (folders with bagit.txt) in \(bundles.joined(separator: ", "))"))
+        }
         var plan: Plan?
         if let rebuild {
             do { plan = try loadPlan(rebuild) } catch { throw fail(error) }
@@ -45,7 +55,9 @@ struct VerifyCommand: AsyncParsableCommand {
 
     func findBags(_ url: URL) -> [URL] {
         if FileManager.default.fileExists(atPath: url.appendingPathComponent("bagit.txt").path) { return [url] }
-        guard let enumerator = FileManager.default.enumerator(at: url, includingPropertiesForKeys: nil) else { return [] }
+        guard let enumerator = FileManager.default.enumerator(at: url, includingPropertiesForKeys: nil) else {
+            return []
+        }
         var found: [URL] = []
         for case let file as URL in enumerator where file.lastPathComponent == "bagit.txt" {
             found.append(file.deletingLastPathComponent().standardizedFileURL)
@@ -62,8 +74,11 @@ struct VerifyCommand: AsyncParsableCommand {
         }
         let original = originalURL.lastPathComponent
         guard let reportData = FileManager.default.contents(atPath: layout.report.path),
-              let report = (try? JSONValue.parse(reportData))?.objectValue else { return ["data/report.json: missing or not JSON"] }
-        guard let evidenceNode = plan.nodes.first(where: { $0.kind.kind == WriteEvidenceStage.kind }) else { return ["the spec has no write-evidence stage"] }
+            let report = (try? JSONValue.parse(reportData))?.objectValue
+        else { return ["data/report.json: missing or not JSON"] }
+        guard let evidenceNode = plan.nodes.first(where: { $0.kind.kind == WriteEvidenceStage.kind }) else {
+            return ["the spec has no write-evidence stage"]
+        }
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-rebuild-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: work) }
         do {
@@ -76,23 +91,38 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             var item = InputFile(url: upload, relativePath: original, outputName: "rebuilt")
             if let track = report["track"]?.objectValue, let channel = track["channel"]?.numberValue {
-                item = item.forTrack(InputFile.Track(channel: Int(channel), name: track["name"]?.stringValue ?? "track", user: track["user"]?.stringValue))
+                item = item.forTrack(
+                    InputFile.Track(
+                        channel: Int(channel), name: track["name"]?.stringValue ?? "track",
+                        user: track["user"]?.stringValue))
             }
-            if let window = report["window"]?.objectValue, let ids = window["reportIds"]?.arrayValue?.compactMap(\.stringValue),
-               let end = window["reportedMoment"]?.numberValue, let seconds = window["requestedSeconds"]?.numberValue {
-                item = item.forWindow(InputFile.Window(name: bag.deletingLastPathComponent().lastPathComponent, reportIDs: ids, end: end, seconds: seconds))
+            if let window = report["window"]?.objectValue,
+                let ids = window["reportIds"]?.arrayValue?.compactMap(\.stringValue),
+                let end = window["reportedMoment"]?.numberValue, let seconds = window["requestedSeconds"]?.numberValue
+            {
+                item = item.forWindow(
+                    InputFile.Window(
+                        name: bag.deletingLastPathComponent().lastPathComponent, reportIDs: ids, end: end,
+                        seconds: seconds))
             }
             let out = work.appendingPathComponent("out")
             let options = RunOptions(outputDirectory: out, jobs: 1)
-            let context = makeContext(plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: Logger(label: "voxpipe"))
+            let context = makeContext(
+                plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion),
+                logger: Logger(label: "voxpipe"))
             let runner = try await Runner.prepare(plan, options: options, context: context)
             let result = await runner.process(item)
             guard result.status == .done else { return ["rebuild failed: \(result.failure?.description ?? "unknown")"] }
-            let rebuilt = EvidenceBag(outputDirectory: out, itemFolder: item.outputName, stageID: evidenceNode.id).evidence
-            guard let a = FileManager.default.contents(atPath: rebuilt.path), let b = FileManager.default.contents(atPath: layout.evidence.path) else {
+            let rebuilt = EvidenceBag(outputDirectory: out, itemFolder: item.outputName, stageID: evidenceNode.id)
+                .evidence
+            guard let a = FileManager.default.contents(atPath: rebuilt.path),
+                let b = FileManager.default.contents(atPath: layout.evidence.path)
+            else {
                 return ["rebuild wrote no data/evidence.wav"]
             }
-            return a == b ? [] : ["data/evidence.wav: differs from the one rebuilt from \(original) (\(a.count) vs \(b.count) bytes)"]
+            return a == b
+                ? []
+                : ["data/evidence.wav: differs from the one rebuilt from \(original) (\(a.count) vs \(b.count) bytes)"]
         } catch {
             return ["rebuild failed: \(describe(error))"]
         }
@@ -106,14 +136,17 @@ struct JoinCommand: ParsableCommand {
     )
 
     @Argument(help: "The index file (<name>.index.json).") var index: String
-    @Option(name: [.short, .long], help: "Where to write the file (default: its name, beside the index).") var output: String?
+    @Option(name: [.short, .long], help: "Where to write the file (default: its name, beside the index).") var output:
+        String?
     @Flag(help: "Replace an existing output file.") var force = false
 
     func run() throws {
         do {
             let url = URL(fileURLWithPath: index)
             let (parsed, data) = try WriteMessageChunksStage.join(index: url)
-            let target = output.map { URL(fileURLWithPath: $0) } ?? url.deletingLastPathComponent().appendingPathComponent(parsed.name)
+            let target =
+                output.map { URL(fileURLWithPath: $0) }
+                ?? url.deletingLastPathComponent().appendingPathComponent(parsed.name)
             if FileManager.default.fileExists(atPath: target.path) && !force {
                 throw VoxError(.cannotCreate, "\(target.path) exists; pass --force to replace it")
             }

@@ -8,32 +8,37 @@ struct PruneCommand: ParsableCommand {
         commandName: "prune",
         abstract: "Remove finished items older than an age from an output folder; items on legal hold stay.",
         discussion: """
-        An item goes whole (its folder with every output; what stays is its manifest, marked \
-        pruned, so a later run over the same unchanged input does not redo it). An item whose \
-        report (report.json in its bag) has "legalHold": true is kept. Takes the folder's lock: \
-        never runs beside a run on the same folder (exit 75).
-        """
+            An item goes whole (its folder with every output; what stays is its manifest, marked \
+            pruned, so a later run over the same unchanged input does not redo it). An item whose \
+            report (report.json in its bag) has "legalHold": true is kept. Takes the folder's lock: \
+            never runs beside a run on the same folder (exit 75).
+            """
     )
 
     @Argument(help: "The output folder.") var directory: String
-    @Option(help: ArgumentHelp("Age of the items to remove, from when they finished: 30d, 12h, 90m, 2w.", valueName: "AGE")) var olderThan: String
+    @Option(
+        help: ArgumentHelp("Age of the items to remove, from when they finished: 30d, 12h, 90m, 2w.", valueName: "AGE"))
+    var olderThan: String
     @Flag(help: "Say what would go; remove nothing.") var dryRun = false
 
     func validate() throws {
-        guard Self.seconds(olderThan) != nil else { throw ValidationError("--older-than \(olderThan): expected a number and a unit: 30d, 12h, 90m, 45s, 2w") }
+        guard Self.seconds(olderThan) != nil else {
+            throw ValidationError("--older-than \(olderThan): expected a number and a unit: 30d, 12h, 90m, 45s, 2w")
+        }
     }
 
     /// Seconds in an age like `30d`.
     static func seconds(_ age: String) -> Double? {
         guard let unit = age.last, let number = Double(age.dropLast()), number >= 0 else { return nil }
-        let scale: Double? = switch unit {
-        case "s": 1
-        case "m": 60
-        case "h": 3600
-        case "d": 86400
-        case "w": 7 * 86400
-        default: nil
-        }
+        let scale: Double? =
+            switch unit {
+            case "s": 1
+            case "m": 60
+            case "h": 3600
+            case "d": 86400
+            case "w": 7 * 86400
+            default: nil
+            }
         return scale.map { number * $0 }
     }
 
@@ -55,26 +60,33 @@ struct PruneCommand: ParsableCommand {
         for manifestURL in Self.manifests(under: root) {
             let folder = manifestURL.deletingLastPathComponent()
             let name = String(folder.path.dropFirst(root.path.count + 1))
-            guard var manifest = try? JSONDecoder().decode(ItemManifest.self, from: Data(contentsOf: manifestURL)) else {
+            guard var manifest = try? JSONDecoder().decode(ItemManifest.self, from: Data(contentsOf: manifestURL))
+            else {
                 printError("\(name): unreadable manifest, left as it is")
                 continue
             }
             guard manifest.pruned == nil else { continue }
-            guard let finished = ISO8601DateFormatter().date(from: manifest.finished), finished < cutoff else { kept += 1; continue }
+            guard let finished = ISO8601DateFormatter().date(from: manifest.finished), finished < cutoff else {
+                kept += 1
+                continue
+            }
             if Self.onLegalHold(folder) {
                 held += 1
                 print("held    \(name) (legal hold)")
                 continue
             }
             let bytes = Self.size(of: folder)
-            print("\(dryRun ? "would prune" : "pruned") \(name) (finished \(manifest.finished), \(Self.megabytes(bytes)))")
+            print(
+                "\(dryRun ? "would prune" : "pruned") \(name) (finished \(manifest.finished), \(Self.megabytes(bytes)))"
+            )
             pruned += 1
             freed += bytes
             guard !dryRun else { continue }
             do {
                 // Whole or not at all: the folder moves aside in one rename, the tombstone
                 // manifest goes into a new empty folder, then the old one is deleted.
-                let aside = folder.deletingLastPathComponent().appendingPathComponent(folder.lastPathComponent + Self.pruningSuffix)
+                let aside = folder.deletingLastPathComponent().appendingPathComponent(
+                    folder.lastPathComponent + Self.pruningSuffix)
                 try FileManager.default.moveItem(at: folder, to: aside)
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 manifest.pruned = ISO8601DateFormatter().string(from: Date())
@@ -87,7 +99,10 @@ struct PruneCommand: ParsableCommand {
                 throw fail(VoxError(.cannotCreate, "\(name): cannot prune: \(describe(error))"))
             }
         }
-        printError("prune: \(dryRun ? "would free" : "freed") \(Self.megabytes(freed)) in \(pruned) item\(pruned == 1 ? "" : "s"); \(held) on legal hold, \(kept) newer than \(olderThan)")
+        printError(
+            "prune: \(dryRun ? "would free" : "freed") \(Self.megabytes(freed)) in \(pruned) "
+                + "item\(pruned == 1 ? "" : "s"); \(held) on legal hold, \(kept) newer than \(olderThan)"
+        )
     }
 
     static let pruningSuffix = ".voxpipe-pruning"
@@ -96,16 +111,20 @@ struct PruneCommand: ParsableCommand {
 
     /// Item manifests under `root`, deepest path order.
     static func manifests(under root: URL) -> [URL] {
-        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil) else { return [] }
+        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil) else {
+            return []
+        }
         var found: [URL] = []
-        for case let url as URL in enumerator where url.lastPathComponent == Ledger.manifestName && !url.path.contains(pruningSuffix) {
+        for case let url as URL in enumerator
+        where url.lastPathComponent == Ledger.manifestName && !url.path.contains(pruningSuffix) {
             found.append(url.standardizedFileURL)
         }
         return found.sorted { $0.path < $1.path }
     }
 
     static func folders(under root: URL, named match: (String) -> Bool) -> [URL] {
-        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isDirectoryKey]) else { return [] }
+        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isDirectoryKey])
+        else { return [] }
         var found: [URL] = []
         for case let url as URL in enumerator where match(url.lastPathComponent) {
             found.append(url)
@@ -117,23 +136,33 @@ struct PruneCommand: ParsableCommand {
     /// Whether a report in the item's bags is on legal hold: the window's own reports where the
     /// bag is a report window, else any report of the sidecar.
     static func onLegalHold(_ folder: URL) -> Bool {
-        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { return false }
-        for case let url as URL in enumerator where url.lastPathComponent == "report.json" && url.deletingLastPathComponent().lastPathComponent == "data" {
-            guard let data = FileManager.default.contents(atPath: url.path), let report = (try? JSONValue.parse(data))?.objectValue else { continue }
+        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else {
+            return false
+        }
+        for case let url as URL in enumerator
+        where url.lastPathComponent == "report.json" && url.deletingLastPathComponent().lastPathComponent == "data" {
+            guard let data = FileManager.default.contents(atPath: url.path),
+                let report = (try? JSONValue.parse(data))?.objectValue
+            else { continue }
             let sidecar = report["report"]?.objectValue ?? [:]
             let ids = Set(report["window"]?.objectValue?["reportIds"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             let reports = sidecar["reports"]?.arrayValue?.compactMap(\.objectValue) ?? [sidecar]
             for r in reports where ids.isEmpty || (r["reportId"]?.stringValue).map(ids.contains) == true {
-                if r["legalHold"]?.boolValue == true || (reports.count > 1 && sidecar["legalHold"]?.boolValue == true) { return true }
+                if r["legalHold"]?.boolValue == true || (reports.count > 1 && sidecar["legalHold"]?.boolValue == true) {
+                    return true
+                }
             }
         }
         return false
     }
 
     static func size(of folder: URL) -> Int64 {
-        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileSizeKey]) else { return 0 }
+        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileSizeKey])
+        else { return 0 }
         var total: Int64 = 0
-        for case let url as URL in enumerator { total += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
+        for case let url as URL in enumerator {
+            total += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
+        }
         return total
     }
 }

@@ -10,39 +10,67 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a job spec over input files and folders.",
         discussion: """
-        INPUT is files or folders (searched recursively for audio files). Outputs go to
-        DIR/<input path relative to its INPUT root, without extension>/<stage id>[-NNNN].<ext>.
-        Finished items are recorded (DIR/<item>/voxpipe.manifest.json) and skipped by the next run
-        while input, spec and outputs are unchanged. Without --shard, the shard comes from
-        JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or AWS_BATCH_JOB_ARRAY_INDEX when set.
-        """
+            INPUT is files or folders (searched recursively for audio files). Outputs go to
+            DIR/<input path relative to its INPUT root, without extension>/<stage id>[-NNNN].<ext>.
+            Finished items are recorded (DIR/<item>/voxpipe.manifest.json) and skipped by the next run
+            while input, spec and outputs are unchanged. Without --shard, the shard comes from
+            JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or AWS_BATCH_JOB_ARRAY_INDEX when set.
+            """
     )
 
     @Argument(help: "The job spec (JSON).") var spec: String
     @Argument(help: "Input files or folders.") var inputs: [String] = []
     @Option(name: [.short, .long], help: "Output folder (created if missing).") var output: String
     @Option(name: [.short, .long], help: "Items processed at once (default: number of cores).") var jobs: Int?
-    @Option(help: ArgumentHelp("Process only shard K of N (0-based), by a stable hash of each input's relative path.", valueName: "K/N")) var shard: String?
-    @Option(help: ArgumentHelp("The shard count, with JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX (or set VOXPIPE_SHARD_COUNT).", valueName: "N")) var shardCount: Int?
+    @Option(
+        help: ArgumentHelp(
+            "Process only shard K of N (0-based), by a stable hash of each input's relative path.", valueName: "K/N"))
+    var shard: String?
+    @Option(
+        help: ArgumentHelp(
+            "The shard count, with JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX (or set VOXPIPE_SHARD_COUNT).",
+            valueName: "N")) var shardCount: Int?
     @Flag(help: "Redo items already done.") var force = false
-    @Flag(help: "List every item, whether it would run or be skipped and why, and its outputs; write nothing.") var dryRun = false
-    @Option(help: ArgumentHelp("Write one JSON line per item (status, error, seconds, artifact hashes).", valueName: "FILE.jsonl")) var report: String?
-    @Option(help: ArgumentHelp("Write Prometheus textfile-collector metrics.", valueName: "FILE.prom")) var metrics: String?
+    @Flag(help: "List every item, whether it would run or be skipped and why, and its outputs; write nothing.")
+    var dryRun = false
+    @Option(
+        help: ArgumentHelp(
+            "Write one JSON line per item (status, error, seconds, artifact hashes).", valueName: "FILE.jsonl"))
+    var report: String?
+    @Option(help: ArgumentHelp("Write Prometheus textfile-collector metrics.", valueName: "FILE.prom")) var metrics:
+        String?
     @Option(help: ArgumentHelp("Write JUnit XML, one test case per item.", valueName: "FILE.xml")) var junit: String?
-    @Option(help: ArgumentHelp("Store every HTTP exchange of the providers (keys stripped) in this folder.", valueName: "DIR")) var httpRecord: String?
-    @Option(help: ArgumentHelp("Answer HTTP providers from recorded exchanges only; an unrecorded request fails its item.", valueName: "DIR")) var httpReplay: String?
-    @Option(help: ArgumentHelp("After the run, check its outputs against this suite's expectations (its spec and inputs are not used); --junit then writes the check's cases.", valueName: "SUITE.json")) var check: String?
-    @Option(help: ArgumentHelp("With --check: a JSON summary of every expectation.", valueName: "FILE.json")) var checkJson: String?
-    @Option(help: ArgumentHelp("With --check: ref.trn, hyp.trn and hyp.ctm for sclite into this folder.", valueName: "DIR")) var sctk: String?
+    @Option(
+        help: ArgumentHelp(
+            "Store every HTTP exchange of the providers (keys stripped) in this folder.", valueName: "DIR"))
+    var httpRecord: String?
+    @Option(
+        help: ArgumentHelp(
+            "Answer HTTP providers from recorded exchanges only; an unrecorded request fails its item.",
+            valueName: "DIR")) var httpReplay: String?
+    @Option(
+        help: ArgumentHelp(
+            "After the run, check its outputs against this suite's expectations (its spec and inputs are not used); "
+                + "--junit then writes the check's cases.",
+            valueName: "SUITE.json")) var check: String?
+    @Option(help: ArgumentHelp("With --check: a JSON summary of every expectation.", valueName: "FILE.json"))
+    var checkJson: String?
+    @Option(
+        help: ArgumentHelp("With --check: ref.trn, hyp.trn and hyp.ctm for sclite into this folder.", valueName: "DIR"))
+    var sctk: String?
     @Flag(help: "With --check: take the outputs as the suite's goldens.") var update = false
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
 
     func validate() throws {
-        if httpRecord != nil && httpReplay != nil { throw ValidationError("--http-record and --http-replay exclude each other") }
+        if httpRecord != nil && httpReplay != nil {
+            throw ValidationError("--http-record and --http-replay exclude each other")
+        }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if output.isEmpty { throw ValidationError("--output must name a folder") }
         if let shardCount, shardCount < 1 { throw ValidationError("--shard-count must be at least 1") }
-        if check == nil && (checkJson != nil || sctk != nil || update) { throw ValidationError("--check-json, --sctk and --update go with --check SUITE") }
+        if check == nil && (checkJson != nil || sctk != nil || update) {
+            throw ValidationError("--check-json, --sctk and --update go with --check SUITE")
+        }
     }
 
     func run() async throws {
@@ -51,29 +79,45 @@ struct RunCommand: AsyncParsableCommand {
         do {
             let plan = try loadPlan(spec)
             let suite = try check.map { try Suite.load(URL(fileURLWithPath: $0)) }
-            guard !inputs.isEmpty else { throw VoxError(.noInput, "no INPUT given: name audio files or folders after the spec") }
+            guard !inputs.isEmpty else {
+                throw VoxError(.noInput, "no INPUT given: name audio files or folders after the spec")
+            }
             // Output names are decided from the whole listing, so every shard agrees on them.
             let outputURL = URL(fileURLWithPath: output).standardizedFileURL
             let listing = try InputListing.list(inputs, outputDirectory: outputURL, extensions: plan.inputExtensions)
             if !listing.skippedFolders.isEmpty {
                 let names = listing.skippedFolders.map(\.path)
-                printError("not searching \(names.count == 1 ? names[0] : "\(names.count) folders (\(names[0]), …)"): voxpipe outputs, not input")
+                printError(
+                    "not searching \(names.count == 1 ? names[0] : "\(names.count) folders (\(names[0]), …)"): "
+                        + "voxpipe outputs, not input"
+                )
             }
             let all = listing.items
             guard !all.isEmpty else {
-                let what = plan.inputExtensions == InputListing.audioExtensions ? "audio files" : "input files (\(plan.inputExtensions.sorted().map { "." + $0 }.joined(separator: ", ")))"
+                let what =
+                    plan.inputExtensions == InputListing.audioExtensions
+                    ? "audio files"
+                    : "input files (\(plan.inputExtensions.sorted().map { "." + $0 }.joined(separator: ", ")))"
                 throw VoxError(.noInput, "no \(what) found in \(inputs.joined(separator: ", "))")
             }
-            let shard = try shard.map(Shard.parse) ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount)
+            let shard =
+                try shard.map(Shard.parse)
+                ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount)
             let items = shard.map { s in all.filter { s.contains($0) } } ?? all
             let digests = DigestCache()
-            let ledger = Ledger(outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), version: voxpipeVersion, digests: digests)
-            let options = RunOptions(outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger, force: force)
+            let ledger = Ledger(
+                outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion),
+                version: voxpipeVersion, digests: digests)
+            let options = RunOptions(
+                outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger,
+                force: force)
             var context = makeContext(plan: plan, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
             if let httpRecord { context.recording = .record(URL(fileURLWithPath: httpRecord).standardizedFileURL) }
             if let httpReplay {
                 var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: httpReplay, isDirectory: &isDirectory), isDirectory.boolValue else {
+                guard FileManager.default.fileExists(atPath: httpReplay, isDirectory: &isDirectory),
+                    isDirectory.boolValue
+                else {
                     throw VoxError(.usage, "--http-replay \(httpReplay): no such folder")
                 }
                 context.recording = .replay(URL(fileURLWithPath: httpReplay).standardizedFileURL)
@@ -99,18 +143,27 @@ struct RunCommand: AsyncParsableCommand {
             let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             progress.finish(results, elapsed: elapsed, output: output)
             if let interrupted {
-                printError("interrupted by \(interrupted == SIGINT ? "SIGINT" : "SIGTERM"): \(items.count - results.count) items not started; rerun to continue")
+                printError(
+                    "interrupted by \(interrupted == SIGINT ? "SIGINT" : "SIGTERM"): \(items.count - results.count) "
+                        + "items not started; rerun to continue"
+                )
             }
-            try writeReports(RunReports(planName: plan.name, results: results, wallSeconds: wall, outputDirectory: outputURL, interruptedBy: interrupted),
-                             checking: suite != nil)
+            try writeReports(
+                RunReports(
+                    planName: plan.name, results: results, wallSeconds: wall, outputDirectory: outputURL,
+                    interruptedBy: interrupted),
+                checking: suite != nil)
             withExtendedLifetime(lock) {}
             if let interrupted { throw ExitCode(128 + interrupted) }
             if let suite {
                 let items = results.map { r in
-                    CheckedItem(name: r.item.outputName, status: r.status.rawValue, failure: r.failure?.description, seconds: r.seconds, audioSeconds: r.audioSeconds)
+                    CheckedItem(
+                        name: r.item.outputName, status: r.status.rawValue, failure: r.failure?.description,
+                        seconds: r.seconds, audioSeconds: r.audioSeconds)
                 }
-                let passed = try evaluateChecks(suite, outputDirectory: outputURL, items: items,
-                                                reports: CheckReportPaths(junit: junit, json: checkJson, sctk: sctk, update: update), seconds: wall)
+                let passed = try evaluateChecks(
+                    suite, outputDirectory: outputURL, items: items,
+                    reports: CheckReportPaths(junit: junit, json: checkJson, sctk: sctk, update: update), seconds: wall)
                 if !passed { throw ExitCode(1) }
                 return
             }
@@ -128,7 +181,8 @@ struct RunCommand: AsyncParsableCommand {
         if let junit, !checking { try AtomicFile.write(Data(reports.junit().utf8), to: URL(fileURLWithPath: junit)) }
         if let metrics {
             let url = URL(fileURLWithPath: metrics)
-            try AtomicFile.write(Data(reports.prometheus(previous: try? String(contentsOf: url, encoding: .utf8)).utf8), to: url)
+            try AtomicFile.write(
+                Data(reports.prometheus(previous: try? String(contentsOf: url, encoding: .utf8)).utf8), to: url)
         }
     }
 
@@ -156,12 +210,18 @@ struct RunCommand: AsyncParsableCommand {
                     lines.append("skip  \(item.displayName) → \(item.outputName)/ (\(Runner.skipReason(manifest)))")
                 case .run(let reason):
                     runs += 1
-                    lines.append("run   \(item.displayName) → \(item.outputName)/ (\(reason)): \(outputs.joined(separator: ", "))")
+                    lines.append(
+                        "run   \(item.displayName) → \(item.outputName)/ (\(reason)): "
+                            + "\(outputs.joined(separator: ", "))"
+                    )
                 }
             }
         }
         print(lines.joined(separator: "\n"))
-        printError("dry run: \(count) item\(count == 1 ? "" : "s")\(shard.map { " in shard \($0) of \(total) files" } ?? ""): \(runs) would run, \(count - runs) would be skipped; nothing written")
+        printError(
+            "dry run: \(count) item\(count == 1 ? "" : "s")\(shard.map { " in shard \($0) of \(total) files" } ?? ""): "
+                + "\(runs) would run, \(count - runs) would be skipped; nothing written"
+        )
     }
 
     /// Creates the output folder before any work; the lock file then proves it writable.
@@ -194,7 +254,10 @@ final class SignalHandler: @unchecked Sendable {
                     return true
                 }
                 if first {
-                    FileHandle.standardError.write(Data("\nvoxpipe: stopping: no new items; abandoning running ones (again to quit at once)\n".utf8))
+                    FileHandle.standardError.write(
+                        Data(
+                            "\nvoxpipe: stopping: no new items; abandoning running ones (again to quit at once)\n".utf8)
+                    )
                     onFirst()
                 } else {
                     _exit(128 + sig)
@@ -243,9 +306,17 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
                 switch result.status {
                 case .failed:
                     failed += 1
-                    emit("voxpipe: error: \(result.item.url.path)\(result.item.track.map { "#\($0.name)" } ?? ""): \(result.failure.map(\.description) ?? "failed")")
+                    emit(
+                        "voxpipe: error: \(result.item.url.path)\(result.item.track.map { "#\($0.name)" } ?? ""): "
+                            + "\(result.failure.map(\.description) ?? "failed")"
+                    )
                 case .done, .skipped:
-                    if !isTTY { emit("voxpipe: [\(finished)/\(total)] \(result.status.rawValue) \(result.item.displayName) (\(String(format: "%.2f", result.seconds)) s)") }
+                    if !isTTY {
+                        emit(
+                            "voxpipe: [\(finished)/\(total)] \(result.status.rawValue) \(result.item.displayName) "
+                                + "(\(String(format: "%.2f", result.seconds)) s)"
+                        )
+                    }
                 }
                 redraw()
             }
@@ -272,7 +343,10 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
         if skipped > 0 { parts.append("\(skipped) skipped") }
         parts.append("\(failed) failed")
         lock.withLock {
-            emit("voxpipe: \(results.count) item\(results.count == 1 ? "" : "s"): \(parts.joined(separator: ", ")) in \(String(format: "%.1f", seconds)) s; outputs in \(output)")
+            emit(
+                "voxpipe: \(results.count) item\(results.count == 1 ? "" : "s"): \(parts.joined(separator: ", ")) in "
+                    + "\(String(format: "%.1f", seconds)) s; outputs in \(output)"
+            )
         }
     }
 }

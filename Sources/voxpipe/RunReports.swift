@@ -16,7 +16,11 @@ struct RunReports {
     // MARK: JSON lines
 
     struct ReportLine: Encodable {
-        struct Failure: Encodable { var stage: String; var kind: String; var reason: String }
+        struct Failure: Encodable {
+            var stage: String
+            var kind: String
+            var reason: String
+        }
         var path: String
         var input: String
         var output: String
@@ -34,12 +38,19 @@ struct RunReports {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var out = Data()
         for r in results {
-            let rtf = r.status == .done ? r.audioSeconds.flatMap { $0 > 0 ? (r.seconds / $0 * 10000).rounded() / 10000 : nil } : nil
-            let line = ReportLine(path: r.item.relativePath, input: r.item.url.path, output: r.item.outputName, status: r.status.rawValue,
-                                  reason: r.reason, error: r.failure.map { .init(stage: $0.stageID, kind: $0.kind, reason: $0.reason) },
-                                  seconds: (r.seconds * 1000).rounded() / 1000, audioSeconds: r.audioSeconds.map { ($0 * 1000).rounded() / 1000 },
-                                  realTimeFactor: rtf, artifacts: r.artifacts)
-            if let data = try? encoder.encode(line) { out.append(data); out.append(0x0A) }
+            let rtf =
+                r.status == .done
+                ? r.audioSeconds.flatMap { $0 > 0 ? (r.seconds / $0 * 10000).rounded() / 10000 : nil } : nil
+            let line = ReportLine(
+                path: r.item.relativePath, input: r.item.url.path, output: r.item.outputName, status: r.status.rawValue,
+                reason: r.reason, error: r.failure.map { .init(stage: $0.stageID, kind: $0.kind, reason: $0.reason) },
+                seconds: (r.seconds * 1000).rounded() / 1000,
+                audioSeconds: r.audioSeconds.map { ($0 * 1000).rounded() / 1000 },
+                realTimeFactor: rtf, artifacts: r.artifacts)
+            if let data = try? encoder.encode(line) {
+                out.append(data)
+                out.append(0x0A)
+            }
         }
         return out
     }
@@ -65,20 +76,26 @@ struct RunReports {
             lines.append("# TYPE \(name) \(type)")
             for (labels, value) in samples { lines.append("\(name){\(labels)} \(format(value))") }
         }
-        metric("voxpipe_items", "Items in the last run, by status.", "gauge",
-               ItemResult.Status.allCases.map { ("\(job),status=\"\($0.rawValue)\"", Double(count($0))) })
+        metric(
+            "voxpipe_items", "Items in the last run, by status.", "gauge",
+            ItemResult.Status.allCases.map { ("\(job),status=\"\($0.rawValue)\"", Double(count($0))) })
         metric("voxpipe_audio_seconds", "Seconds of input audio processed in the last run.", "gauge", [(job, audio)])
         metric("voxpipe_wall_seconds", "Wall-clock seconds of the last run.", "gauge", [(job, wallSeconds)])
         metric("voxpipe_last_run_timestamp_seconds", "When the last run ended (Unix time).", "gauge", [(job, now)])
-        metric("voxpipe_last_run_success", "1 if the last run finished with every item done or skipped, else 0.", "gauge", [(job, failed ? 0 : 1)])
+        metric(
+            "voxpipe_last_run_success", "1 if the last run finished with every item done or skipped, else 0.", "gauge",
+            [(job, failed ? 0 : 1)])
         if let lastSuccess {
-            metric("voxpipe_last_success_timestamp_seconds", "When a run last ended with no failed item (Unix time).", "gauge", [(job, lastSuccess)])
+            metric(
+                "voxpipe_last_success_timestamp_seconds", "When a run last ended with no failed item (Unix time).",
+                "gauge", [(job, lastSuccess)])
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
     private func escapeLabel(_ s: String) -> String {
-        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
     }
 
     private func format(_ x: Double) -> String {
@@ -90,11 +107,17 @@ struct RunReports {
     func junit() -> String {
         func xml(_ s: String) -> String { xmlEscaped(s) }
         let suite = xml("voxpipe \(planName)")
-        var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
-                     "<testsuites name=\"voxpipe\" tests=\"\(results.count)\" failures=\"\(count(.failed))\" skipped=\"\(count(.skipped))\" time=\"\(String(format: "%.3f", wallSeconds))\">",
-                     "  <testsuite name=\"\(suite)\" tests=\"\(results.count)\" failures=\"\(count(.failed))\" errors=\"0\" skipped=\"\(count(.skipped))\" time=\"\(String(format: "%.3f", wallSeconds))\">"]
+        var lines = [
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
+            "<testsuites name=\"voxpipe\" tests=\"\(results.count)\" failures=\"\(count(.failed))\" "
+                + "skipped=\"\(count(.skipped))\" time=\"\(String(format: "%.3f", wallSeconds))\">",
+            "  <testsuite name=\"\(suite)\" tests=\"\(results.count)\" failures=\"\(count(.failed))\" errors=\"0\" "
+                + "skipped=\"\(count(.skipped))\" time=\"\(String(format: "%.3f", wallSeconds))\">",
+        ]
         for r in results {
-            let open = "    <testcase classname=\"\(suite)\" name=\"\(xml(r.item.relativePath))\" time=\"\(String(format: "%.3f", r.seconds))\""
+            let open =
+                "    <testcase classname=\"\(suite)\" name=\"\(xml(r.item.relativePath))\" "
+                + "time=\"\(String(format: "%.3f", r.seconds))\""
             switch r.status {
             case .done:
                 lines.append(open + "/>")
@@ -105,7 +128,11 @@ struct RunReports {
             case .failed:
                 let message = r.failure.map(\.description) ?? "failed"
                 lines.append(open + ">")
-                lines.append("      <failure message=\"\(xml(message))\" type=\"\(xml(r.failure?.kind ?? "item"))\">\(xml(r.item.url.path)): \(xml(message))</failure>")
+                lines.append(
+                    "      <failure message=\"\(xml(message))\" "
+                        + "type=\"\(xml(r.failure?.kind ?? "item"))\">"
+                        + "\(xml(r.item.url.path)): \(xml(message))</failure>"
+                )
                 lines.append("    </testcase>")
             }
         }

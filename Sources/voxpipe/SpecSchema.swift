@@ -7,10 +7,15 @@ enum SpecSchema {
         var defs: [String: JSONValue] = [:]
         for kind in registry.kinds {
             var properties: [String: JSONValue] = [
-                "id": ["type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$", "description": "Unique stage id; names the stage's output files."],
+                "id": [
+                    "type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",
+                    "description": "Unique stage id; names the stage's output files.",
+                ],
                 "kind": ["const": .string(kind.kind)],
                 "from": [
-                    "description": "The id of the stage this one reads from, or a list of ids whose outputs it takes together; defaults to the stage before.",
+                    "description": .string(
+                        "The id of the stage this one reads from, or a list of ids whose outputs it takes together; "
+                            + "defaults to the stage before."),
                     "oneOf": [["type": "string"], ["type": "array", "items": ["type": "string"], "minItems": 1]],
                 ],
             ]
@@ -46,21 +51,35 @@ enum SpecSchema {
     static func schema(_ option: OptionSpec) -> JSONValue {
         var s: [String: JSONValue]
         switch option.kind {
-        case .integer(let r): s = ["type": "integer", "minimum": .number(Double(r.lowerBound)), "maximum": .number(Double(r.upperBound))]
+        case .integer(let r):
+            s = ["type": "integer", "minimum": .number(Double(r.lowerBound)), "maximum": .number(Double(r.upperBound))]
         case .number(let r): s = ["type": "number", "minimum": .number(r.lowerBound), "maximum": .number(r.upperBound)]
         case .boolean: s = ["type": "boolean"]
         case .string: s = ["type": "string"]
         case .path: s = ["type": "string", "minLength": 1]
         case .choice(let c): s = ["enum": .array(c.map { .string($0) })]
         case .integerOrChoice(let r, let c):
-            s = ["oneOf": [["type": "integer", "minimum": .number(Double(r.lowerBound)), "maximum": .number(Double(r.upperBound))], ["enum": .array(c.map { .string($0) })]]]
+            s = [
+                "oneOf": [
+                    [
+                        "type": "integer", "minimum": .number(Double(r.lowerBound)),
+                        "maximum": .number(Double(r.upperBound)),
+                    ], ["enum": .array(c.map { .string($0) })],
+                ]
+            ]
         case .choices(let c): s = ["type": "array", "minItems": 1, "items": ["enum": .array(c.map { .string($0) })]]
         case .provider(let providers):
-            s = ["oneOf": .array(providers.map { provider in
-                var properties: [String: JSONValue] = ["name": ["const": .string(provider.name)]]
-                for o in provider.options { properties[o.name] = schema(o) }
-                return ["type": "object", "description": .string(provider.summary), "required": ["name"], "additionalProperties": false, "properties": .object(properties)]
-            })]
+            s = [
+                "oneOf": .array(
+                    providers.map { provider in
+                        var properties: [String: JSONValue] = ["name": ["const": .string(provider.name)]]
+                        for o in provider.options { properties[o.name] = schema(o) }
+                        return [
+                            "type": "object", "description": .string(provider.summary), "required": ["name"],
+                            "additionalProperties": false, "properties": .object(properties),
+                        ]
+                    })
+            ]
         }
         s["description"] = .string(option.help)
         if let d = option.defaultValue { s["default"] = d }

@@ -31,7 +31,8 @@ enum StagesMarkdown {
                 return "`\(option.name)`" + (option.defaultValue.map { " (`\(plain($0))`)" } ?? "")
             }
             let optionsText = options.isEmpty ? "—" : options.joined(separator: ", ")
-            lines.append("| `\(kind.kind)` | \(escape(kind.inputDescription)) → \(kind.output) | \(escape(optionsText)) |")
+            lines.append(
+                "| `\(kind.kind)` | \(escape(kind.inputDescription)) → \(kind.output) | \(escape(optionsText)) |")
         }
         return lines.joined(separator: "\n")
     }
@@ -55,7 +56,10 @@ enum StagesMarkdown {
         var lines = ["| option | accepts | default | meaning |", "|---|---|---|---|"]
         for option in options {
             let defaultText = option.defaultValue.map { "`\(plain($0))`" } ?? "—"
-            lines.append("| `\(option.name)` | \(escape(option.typeDescription)) | \(escape(defaultText)) | \(escape(option.help)) |")
+            lines.append(
+                "| `\(option.name)` | \(escape(option.typeDescription)) | \(escape(defaultText)) | "
+                    + "\(escape(option.help)) |"
+            )
         }
         return lines.joined(separator: "\n")
     }
@@ -75,7 +79,8 @@ enum StagesMarkdown {
 
     /// Table cells: `|` escaped, line breaks as spaces.
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\\\\|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
+        text.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\\\\|", with: "\\|")
+            .replacingOccurrences(of: "\n", with: " ")
     }
 
     /// The README with every generated block replaced by what the registry gives now.
@@ -84,9 +89,13 @@ enum StagesMarkdown {
         var rest = Substring(readme)
         while let begin = rest.range(of: "<!-- generated: voxpipe stages --markdown ") {
             guard let close = rest[begin.upperBound...].range(of: " -->\n"),
-                  let block = Block(rawValue: String(rest[begin.upperBound..<close.lowerBound])),
-                  let end = rest[close.upperBound...].range(of: "<!-- end generated -->") else {
-                throw VoxError(.usage, "README: a generated block's markers are malformed near \"\(rest[begin.lowerBound...].prefix(60))\"")
+                let block = Block(rawValue: String(rest[begin.upperBound..<close.lowerBound])),
+                let end = rest[close.upperBound...].range(of: "<!-- end generated -->")
+            else {
+                throw VoxError(
+                    .usage,
+                    "README: a generated block's markers are malformed near \"\(rest[begin.lowerBound...].prefix(60))\""
+                )
             }
             out += rest[..<close.upperBound] + render(block, registry: registry) + "\n"
             rest = rest[end.lowerBound...]

@@ -9,13 +9,16 @@ struct Voxpipe: AsyncParsableCommand {
         commandName: "voxpipe",
         abstract: "Batch audio pipelines: decode, resample, chunk, transcribe, reply, speak, write.",
         discussion: """
-        A JSON job spec names a graph of stages; `voxpipe run` streams every input file through it. \
-        Exit status: 0 all items done; 1 some items failed; 64 usage; 65 invalid spec; 66 no input; \
-        69 a provider or model unavailable; 70 internal error; 73 output cannot be created; \
-        75 output folder locked (try later); 130/143 stopped by SIGINT/SIGTERM.
-        """,
+            A JSON job spec names a graph of stages; `voxpipe run` streams every input file through it. \
+            Exit status: 0 all items done; 1 some items failed; 64 usage; 65 invalid spec; 66 no input; \
+            69 a provider or model unavailable; 70 internal error; 73 output cannot be created; \
+            75 output folder locked (try later); 130/143 stopped by SIGINT/SIGTERM.
+            """,
         version: voxpipeVersion,
-        subcommands: [RunCommand.self, CheckCommand.self, ValidateCommand.self, PruneCommand.self, StagesCommand.self, SchemaCommand.self, VerifyCommand.self, JoinCommand.self]
+        subcommands: [
+            RunCommand.self, CheckCommand.self, ValidateCommand.self, PruneCommand.self, StagesCommand.self,
+            SchemaCommand.self, VerifyCommand.self, JoinCommand.self,
+        ]
     )
 }
 
@@ -34,7 +37,10 @@ func printError(_ message: String) {
 
 /// Sends swift-log output to stderr (data goes to stdout), at the level VOXPIPE_LOG_LEVEL names.
 func bootstrapLogging(verbose: Bool) {
-    let level = verbose ? Logger.Level.debug : (ProcessInfo.processInfo.environment["VOXPIPE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning)
+    let level =
+        verbose
+        ? Logger.Level.debug
+        : (ProcessInfo.processInfo.environment["VOXPIPE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning)
     LoggingSystem.bootstrap { label in
         var handler = StreamLogHandler.standardError(label: label)
         handler.logLevel = level
@@ -71,15 +77,20 @@ struct StagesCommand: ParsableCommand {
     )
 
     @Argument(help: "Show only this kind.") var kind: String?
-    @Option(help: "Print a README table in Markdown instead: kinds (the overview) or reference (every option and provider).")
+    @Option(
+        help: "Print a README table in Markdown instead: kinds (the overview) or reference (every option and provider)."
+    )
     var markdown: StagesMarkdown.Block?
-    @Option(name: .customLong("update-readme"), help: "Rewrite the generated blocks of this Markdown file (make readme).")
+    @Option(
+        name: .customLong("update-readme"), help: "Rewrite the generated blocks of this Markdown file (make readme).")
     var readme: String?
     @Flag(help: "With --update-readme: change nothing, exit 1 if the file's blocks are out of date.") var check = false
 
     func validate() throws {
         if check && readme == nil { throw ValidationError("--check needs --update-readme FILE") }
-        if kind != nil && (markdown != nil || readme != nil) { throw ValidationError("a kind goes with the plain listing only") }
+        if kind != nil && (markdown != nil || readme != nil) {
+            throw ValidationError("a kind goes with the plain listing only")
+        }
     }
 
     func run() throws {
@@ -109,7 +120,11 @@ struct StagesCommand: ParsableCommand {
         var kinds = registry.kinds
         if let kind {
             guard let found = registry[kind] else {
-                throw fail(VoxError(.usage, "unknown stage kind \"\(kind)\" (known: \(registry.kinds.map(\.kind).joined(separator: ", ")))"))
+                throw fail(
+                    VoxError(
+                        .usage,
+                        "unknown stage kind \"\(kind)\" (known: \(registry.kinds.map(\.kind).joined(separator: ", ")))")
+                )
             }
             kinds = [found]
         }
@@ -131,8 +146,12 @@ struct StagesCommand: ParsableCommand {
         var lines: [String] = []
         let width = options.map(\.name.count).max() ?? 0
         for option in options {
-            let defaultText = option.defaultValue.map { " (default \(String(decoding: $0.canonicalData(), as: UTF8.self)))" } ?? ""
-            lines.append("\(indent)\(option.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(option.typeDescription)\(defaultText)")
+            let defaultText =
+                option.defaultValue.map { " (default \(String(decoding: $0.canonicalData(), as: UTF8.self)))" } ?? ""
+            lines.append(
+                "\(indent)\(option.name.padding(toLength: width, withPad: " ", startingAt: 0))  "
+                    + "\(option.typeDescription)\(defaultText)"
+            )
             lines.append("\(indent)\(String(repeating: " ", count: width))  \(option.help)")
             if case .provider(let providers) = option.kind {
                 for provider in providers {

@@ -8,7 +8,8 @@ func letters(_ alignment: [AlignedToken]) -> String {
 
 @Suite struct WordErrorTests {
     @Test func substitutionAndDeletion() {
-        let (counts, alignment) = Scoring.wordErrors(reference: "the cat sat on the mat", hypothesis: "the cat sit on mat")
+        let (counts, alignment) = Scoring.wordErrors(
+            reference: "the cat sat on the mat", hypothesis: "the cat sit on mat")
         #expect(counts == ErrorCounts(correct: 4, substitutions: 1, deletions: 1, insertions: 0))
         #expect(counts.referenceCount == 6)
         #expect(counts.errors == 2)
@@ -49,9 +50,12 @@ func letters(_ alignment: [AlignedToken]) -> String {
     }
 
     @Test func normalisationAppliesBeforeScoring() {
-        #expect(Scoring.wordErrors(reference: "Hello, World!", hypothesis: "hello world").counts == ErrorCounts(correct: 2))
+        #expect(
+            Scoring.wordErrors(reference: "Hello, World!", hypothesis: "hello world").counts == ErrorCounts(correct: 2))
         let raw = TextNormalization(caseFold: false, removePunctuation: false)
-        #expect(Scoring.wordErrors(reference: "Hello, World!", hypothesis: "hello world", normalization: raw).counts == ErrorCounts(substitutions: 2))
+        #expect(
+            Scoring.wordErrors(reference: "Hello, World!", hypothesis: "hello world", normalization: raw).counts
+                == ErrorCounts(substitutions: 2))
     }
 
     @Test func oneSubstitutionCostsLessThanADeletionAndAnInsertion() {
@@ -65,8 +69,12 @@ func letters(_ alignment: [AlignedToken]) -> String {
     @Test func tiesAreBrokenAsSclite() {
         let threeSubstitutions = Scoring.align(reference: ["a", "b", "c"], hypothesis: ["d", "e", "a"])
         #expect(threeSubstitutions.counts == ErrorCounts(substitutions: 3))
-        #expect(letters(Scoring.align(reference: ["x", "a", "b", "c"], hypothesis: ["a", "b", "c", "x"]).alignment) == "DCCCI")
-        #expect(letters(Scoring.align(reference: ["a", "b", "c", "d"], hypothesis: ["d", "a", "b", "c"]).alignment) == "ICCCD")
+        #expect(
+            letters(Scoring.align(reference: ["x", "a", "b", "c"], hypothesis: ["a", "b", "c", "x"]).alignment)
+                == "DCCCI")
+        #expect(
+            letters(Scoring.align(reference: ["a", "b", "c", "d"], hypothesis: ["d", "a", "b", "c"]).alignment)
+                == "ICCCD")
         #expect(letters(Scoring.align(reference: ["a", "b"], hypothesis: ["b", "a"]).alignment) == "DCI")
     }
 
@@ -95,21 +103,25 @@ func letters(_ alignment: [AlignedToken]) -> String {
 
 @Suite struct AlignmentTextTests {
     @Test func scliteStyleColumns() {
-        let alignment = Scoring.wordErrors(reference: "the cat sat on the mat", hypothesis: "the cat sit on mat").alignment
-        #expect(Scoring.alignmentText(alignment) == """
-            REF:  the cat SAT on THE mat
-            HYP:  the cat SIT on *** mat
-            Eval:         S      D
-            """)
+        let alignment = Scoring.wordErrors(reference: "the cat sat on the mat", hypothesis: "the cat sit on mat")
+            .alignment
+        #expect(
+            Scoring.alignmentText(alignment) == """
+                REF:  the cat SAT on THE mat
+                HYP:  the cat SIT on *** mat
+                Eval:         S      D
+                """)
     }
 
     @Test func germanColumnsCountCharactersAndKeepSharpS() {
-        let alignment = Scoring.wordErrors(reference: "grüße aus der straße", hypothesis: "grüsse aus straße über").alignment
-        #expect(Scoring.alignmentText(alignment) == """
-            REF:  GRÜẞE  aus DER straße ****
-            HYP:  GRÜSSE aus *** straße ÜBER
-            Eval: S          D          I
-            """)
+        let alignment = Scoring.wordErrors(reference: "grüße aus der straße", hypothesis: "grüsse aus straße über")
+            .alignment
+        #expect(
+            Scoring.alignmentText(alignment) == """
+                REF:  GRÜẞE  aus DER straße ****
+                HYP:  GRÜSSE aus *** straße ÜBER
+                Eval: S          D          I
+                """)
     }
 
     @Test func emptyAlignment() {

@@ -2,22 +2,52 @@ import Foundation
 import Testing
 import VoxCore
 import VoxTestSupport
+
 @testable import VoxCheck
 
 @Suite struct JSONGoldenTests {
-    let golden: JSONValue = ["input": "lesson.txt", "turns": [["turn": 1, "start": 0.5, "reply": "Hallo!", "audio": "a1.wav"], ["turn": 2, "start": 2.0, "reply": "Gut."]]]
+    let golden: JSONValue = [
+        "input": "lesson.txt",
+        "turns": [
+            ["turn": 1, "start": 0.5, "reply": "Hallo!", "audio": "a1.wav"],
+            ["turn": 2, "start": 2.0, "reply": "Gut."],
+        ],
+    ]
 
     @Test func aChangedFieldFailsNamingItsPath() {
         var changed = golden
-        changed = ["input": "lesson.txt", "turns": [["turn": 1, "start": 0.5, "reply": "Hallo, du!", "audio": "a1.wav"], ["turn": 2, "start": 2.0, "reply": "Gut."]]]
-        #expect(JSONGolden.differences(actual: changed, golden: golden) == [#"turns[0].reply: "Hallo, du!" but the golden has "Hallo!""#])
+        changed = [
+            "input": "lesson.txt",
+            "turns": [
+                ["turn": 1, "start": 0.5, "reply": "Hallo, du!", "audio": "a1.wav"],
+                ["turn": 2, "start": 2.0, "reply": "Gut."],
+            ],
+        ]
+        #expect(
+            JSONGolden.differences(actual: changed, golden: golden) == [
+                #"turns[0].reply: "Hallo, du!" but the golden has "Hallo!""#
+            ])
     }
 
     @Test func ignoredFieldsAndTolerancesAreHonouredButNoMore() {
-        let actual: JSONValue = ["input": "lesson.txt", "turns": [["turn": 1, "start": 0.52, "reply": "Hallo!", "audio": "other.wav"], ["turn": 2, "start": 2.2, "reply": "Gut.", "extra": true]]]
-        let differences = JSONGolden.differences(actual: actual, golden: golden, ignore: ["turns[*].audio"], tolerances: ["turns[*].start": 0.05])
-        #expect(differences == ["turns[1].extra: not in the golden (now true)", "turns[1].start: 2.2 but the golden has 2 (tolerance ±0.05)"])
-        #expect(JSONGolden.differences(actual: ["turns": []], golden: ["turns": [1]]) == ["turns[0]: missing (the golden has 1)"])
+        let actual: JSONValue = [
+            "input": "lesson.txt",
+            "turns": [
+                ["turn": 1, "start": 0.52, "reply": "Hallo!", "audio": "other.wav"],
+                ["turn": 2, "start": 2.2, "reply": "Gut.", "extra": true],
+            ],
+        ]
+        let differences = JSONGolden.differences(
+            actual: actual, golden: golden, ignore: ["turns[*].audio"], tolerances: ["turns[*].start": 0.05])
+        #expect(
+            differences == [
+                "turns[1].extra: not in the golden (now true)",
+                "turns[1].start: 2.2 but the golden has 2 (tolerance ±0.05)",
+            ])
+        #expect(
+            JSONGolden.differences(actual: ["turns": []], golden: ["turns": [1]]) == [
+                "turns[0]: missing (the golden has 1)"
+            ])
     }
 }
 
@@ -25,29 +55,38 @@ import VoxTestSupport
     /// One second of a 440 Hz sine at 48 kHz, `gain` dB from -12 dBFS peak.
     func tone(gain: Double) -> (format: AudioFormat, samples: [Float]) {
         let a = 0.25 * pow(10, gain / 20)
-        return (AudioFormat(sampleRate: 48000, channels: 1), (0..<48000).map { Float(a * sin(2 * Double.pi * 440 * Double($0) / 48000)) })
+        return (
+            AudioFormat(sampleRate: 48000, channels: 1),
+            (0..<48000).map { Float(a * sin(2 * Double.pi * 440 * Double($0) / 48000)) }
+        )
     }
 
     @Test func aGoldenOneDecibelLouderFailsAHalfDecibelToleranceAndPassesTwo() {
-        let strict = AudioGolden.measure(actual: tone(gain: 1), golden: tone(gain: 0), tolerance: AudioTolerance(rmsDB: 0.5))
+        let strict = AudioGolden.measure(
+            actual: tone(gain: 1), golden: tone(gain: 0), tolerance: AudioTolerance(rmsDB: 0.5))
         let rms = strict.first { $0.metric == "rms" }
         #expect(rms?.passed == false && abs((rms?.value ?? 0) - 1) < 0.001)
         #expect(rms?.message == "RMS -14.05 dBFS, golden -15.05 dBFS: differs by 1.00 dB (allowed 0.50 dB)")
-        let lenient = AudioGolden.measure(actual: tone(gain: 1), golden: tone(gain: 0), tolerance: AudioTolerance(rmsDB: 2))
+        let lenient = AudioGolden.measure(
+            actual: tone(gain: 1), golden: tone(gain: 0), tolerance: AudioTolerance(rmsDB: 2))
         #expect(lenient.map(\.passed) == [true, true])
     }
 
     @Test func lengthAndTheSNROfTheDifferenceAreMeasured() {
         var short = tone(gain: 0)
         short.samples.removeLast(10)
-        let m = AudioGolden.measure(actual: short, golden: tone(gain: 0), tolerance: AudioTolerance(durationSamples: 5, rmsDB: 1, snrDB: 40))
+        let m = AudioGolden.measure(
+            actual: short, golden: tone(gain: 0), tolerance: AudioTolerance(durationSamples: 5, rmsDB: 1, snrDB: 40))
         #expect(m.map(\.metric) == ["duration", "rms", "snr"])
         #expect(m[0].passed == false && m[0].value == 10)
         #expect(m[2].passed && m[2].value == .infinity)
         // A golden 1 dB louder: the difference is 1 - 10^(-1/20) of the signal, an SNR of about 19.3 dB.
-        let louder = AudioGolden.measure(actual: tone(gain: 0), golden: tone(gain: 1), tolerance: AudioTolerance(rmsDB: 2, snrDB: 20))
+        let louder = AudioGolden.measure(
+            actual: tone(gain: 0), golden: tone(gain: 1), tolerance: AudioTolerance(rmsDB: 2, snrDB: 20))
         #expect(louder[2].passed == false && abs(louder[2].value - 19.27) < 0.05)
-        let other = AudioGolden.measure(actual: (AudioFormat(sampleRate: 16000, channels: 1), [0]), golden: tone(gain: 0), tolerance: AudioTolerance())
+        let other = AudioGolden.measure(
+            actual: (AudioFormat(sampleRate: 16000, channels: 1), [0]), golden: tone(gain: 0),
+            tolerance: AudioTolerance())
         #expect(other.count == 1 && other[0].message == "format 16000 Hz, 1 ch but the golden is 48000 Hz, 1 ch")
     }
 }
@@ -60,12 +99,24 @@ import VoxTestSupport
     }
 
     func error(_ json: String) -> String? {
-        do { _ = try load(json); return nil } catch let e as VoxError { return e.code == .invalidSpec ? String(e.message.split(separator: ": ", maxSplits: 1)[1]) : "\(e)" } catch { return "\(error)" }
+        do {
+            _ = try load(json)
+            return nil
+        } catch let e as VoxError {
+            return e.code == .invalidSpec ? String(e.message.split(separator: ": ", maxSplits: 1)[1]) : "\(e)"
+        } catch { return "\(error)" }
     }
 
     @Test func aSuiteReadsItsSpecInputsBudgetsAndExpectations() throws {
-        let suite = try load(#"{"spec":"p.json","inputs":["in"],"budgets":{"maxRealTimeFactor":1.5},"expect":[{"item":"a*","output":"t.txt","referenceText":"hallo","wer":0.1},{"item":"b","output":"r.json","golden":true,"ignore":["x"],"tolerance":{"y":0.5}},{"item":"c","output":"s.wav","golden":"g/{item}.wav","audio":{"rmsDB":0.5}}]}"#)
-        #expect(suite.spec.lastPathComponent == "p.json" && suite.inputs.map(\.lastPathComponent) == ["in"] && suite.budgets.maxRealTimeFactor == 1.5)
+        let suite = try load(
+            #"{"spec":"p.json","inputs":["in"],"budgets":{"maxRealTimeFactor":1.5},"expect":[{"item":"a*","#
+                + #""output":"t.txt","referenceText":"hallo","wer":0.1},{"item":"b","output":"r.json","golden":true,"#
+                + #""ignore":["x"],"tolerance":{"y":0.5}},{"item":"c","output":"s.wav","golden":"g/{item}.wav","#
+                + #""audio":{"rmsDB":0.5}}]}"#
+        )
+        #expect(
+            suite.spec.lastPathComponent == "p.json" && suite.inputs.map(\.lastPathComponent) == ["in"]
+                && suite.budgets.maxRealTimeFactor == 1.5)
         #expect(suite.expectations.count == 3)
         #expect(suite.goldenURL(nil, item: "b", output: "r.json").path.hasSuffix("/goldens/b/r.json"))
         #expect(suite.goldenURL("g/{item}.wav", item: "c", output: "s.wav").path.hasSuffix("/g/c.wav"))
@@ -73,24 +124,46 @@ import VoxTestSupport
 
     @Test func aBadSuiteNamesTheJSONPath() {
         #expect(error(#"{"inputs":["in"],"expect":[]}"#) == "spec: expected the path of a job spec")
-        #expect(error(#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"t.txt","wer":"low","referenceText":"x"}]}"#)
-            == "expect[0].wer: expected a number ≥ 0, got a string")
-        #expect(error(#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"t.txt","wer":0.1}]}"#)
-            == #"expect[0].reference: a wer/cer check needs a reference file ("reference", {item} allowed) or "referenceText""#)
-        #expect(error(#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"t.txt","golden":true,"matches":"x"}]}"#)
-            == "expect[0]: expected exactly one check: wer/cer (with a reference), golden, audio (with golden), or matches")
-        #expect(error(#"{"spec":"p.json","inputs":["in"],"budgets":{"maxWERR":1},"expect":[]}"#)
-            == "budgets.maxWERR: unknown field (known: maxFailedItems, maxRealTimeFactor, maxWER, maxCER)")
-        #expect(error(#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"t.txt","matches":"(unclosed"}]}"#)?.hasPrefix("expect[0].matches: invalid regular expression") == true)
+        #expect(
+            error(
+                #"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"t.txt","wer":"low","#
+                    + #""referenceText":"x"}]}"#
+            )
+                == "expect[0].wer: expected a number ≥ 0, got a string")
+        #expect(
+            error(#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"t.txt","wer":0.1}]}"#)
+                == #"expect[0].reference: a wer/cer check needs a reference file ("reference", {item} allowed) or "#
+                + #""referenceText""#
+        )
+        #expect(
+            error(
+                #"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"t.txt","golden":true,"#
+                    + #""matches":"x"}]}"#
+            )
+                == "expect[0]: expected exactly one check: wer/cer (with a reference), golden, audio (with golden), "
+                + "or matches"
+        )
+        #expect(
+            error(#"{"spec":"p.json","inputs":["in"],"budgets":{"maxWERR":1},"expect":[]}"#)
+                == "budgets.maxWERR: unknown field (known: maxFailedItems, maxRealTimeFactor, maxWER, maxCER)")
+        #expect(
+            error(#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"t.txt","matches":"(unclosed"}]}"#)?
+                .hasPrefix("expect[0].matches: invalid regular expression") == true)
     }
 }
 
 @Suite struct BudgetTests {
     @Test func budgetsFailOnFailedItemsARealTimeFactorOverTheLimitAndPooledWER() throws {
         let url = temporaryDirectory().appendingPathComponent("s.check.json")
-        try Data(#"{"spec":"p.json","inputs":["in"],"budgets":{"maxFailedItems":0,"maxRealTimeFactor":0.5,"maxWER":0.2},"expect":[]}"#.utf8).write(to: url)
+        let json =
+            #"{"spec":"p.json","inputs":["in"],"budgets":{"maxFailedItems":0,"maxRealTimeFactor":0.5,"maxWER":0.2},"#
+            + #""expect":[]}"#
+        try Data(json.utf8).write(to: url)
         let suite = try Suite.load(url)
-        let items = [CheckedItem(name: "a", status: "done", seconds: 4, audioSeconds: 10), CheckedItem(name: "b", status: "failed", failure: "decode (decode): not audio", seconds: 1)]
+        let items = [
+            CheckedItem(name: "a", status: "done", seconds: 4, audioSeconds: 10),
+            CheckedItem(name: "b", status: "failed", failure: "decode (decode): not audio", seconds: 1),
+        ]
         let slow = Checker(suite: suite, outputDirectory: temporaryDirectory(), items: items, wallSeconds: 6).evaluate()
         #expect(slow.results.map(\.name) == ["budget maxFailedItems", "budget maxRealTimeFactor", "budget maxWER"])
         #expect(slow.results.map(\.passed) == [false, false, true])

@@ -16,16 +16,20 @@ struct ScliteUtterance: Equatable {
 
 /// Runs sclite on the given pairs of token lists (already normalised) and reads its per-utterance
 /// counts and alignments from the `pralign` report; `characters` scores with `-c` (characters).
-func sclite(_ pairs: [(id: String, reference: [String], hypothesis: [String])], characters: Bool = false) throws -> [String: ScliteUtterance] {
+func sclite(
+    _ pairs: [(id: String, reference: [String], hypothesis: [String])], characters: Bool = false
+) throws -> [String: ScliteUtterance] {
     let folder = temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: folder) }
     let ref = folder.appendingPathComponent("ref.trn"), hyp = folder.appendingPathComponent("hyp.trn")
     try SCTKExport.trn(pairs.map { (id: $0.id, words: $0.reference) }).write(to: ref, atomically: true, encoding: .utf8)
-    try SCTKExport.trn(pairs.map { (id: $0.id, words: $0.hypothesis) }).write(to: hyp, atomically: true, encoding: .utf8)
+    try SCTKExport.trn(pairs.map { (id: $0.id, words: $0.hypothesis) }).write(
+        to: hyp, atomically: true, encoding: .utf8)
 
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try #require(sclitePath))
-    process.arguments = ["-r", ref.path, "trn", "-h", hyp.path, "trn", "-i", "spu_id", "-e", "utf-8"]
+    process.arguments =
+        ["-r", ref.path, "trn", "-h", hyp.path, "trn", "-i", "spu_id", "-e", "utf-8"]
         + (characters ? ["-c"] : []) + ["-o", "pralign", "stdout"]
     let output = Pipe()
     process.standardOutput = output
@@ -46,7 +50,8 @@ func sclite(_ pairs: [(id: String, reference: [String], hypothesis: [String])], 
             let numbers = line.split(separator: " ").suffix(4).compactMap { Int($0) }
             #expect(numbers.count == 4, "\(utteranceID): \(line)")
             if numbers.count == 4 {
-                let counts = ErrorCounts(correct: numbers[0], substitutions: numbers[1], deletions: numbers[2], insertions: numbers[3])
+                let counts = ErrorCounts(
+                    correct: numbers[0], substitutions: numbers[1], deletions: numbers[2], insertions: numbers[3])
                 result[utteranceID] = ScliteUtterance(counts: counts, letters: "")
             }
         } else if line.hasPrefix("REF:") {
@@ -56,7 +61,8 @@ func sclite(_ pairs: [(id: String, reference: [String], hypothesis: [String])], 
             #expect(refTokens.count == hypTokens.count, "\(utteranceID): columns")
             // Words contain no "*": a column of stars is the missing side; sclite capitalises errors.
             result[utteranceID]?.letters = zip(refTokens, hypTokens).map { ref, hyp in
-                ref.allSatisfy { $0 == "*" } ? "I" : hyp.allSatisfy { $0 == "*" } ? "D" : ref.lowercased() == hyp.lowercased() ? "C" : "S"
+                ref.allSatisfy { $0 == "*" }
+                    ? "I" : hyp.allSatisfy { $0 == "*" } ? "D" : ref.lowercased() == hyp.lowercased() ? "C" : "S"
             }.joined()
         }
     }
@@ -83,7 +89,10 @@ struct ScliteComparisonTests {
 
     static var pairs: [(id: String, reference: [String], hypothesis: [String])] {
         texts.enumerated().map { index, pair in
-            (id: String(format: "hand_%02d", index), reference: TextNormalization.standard.words(pair.reference), hypothesis: TextNormalization.standard.words(pair.hypothesis))
+            (
+                id: String(format: "hand_%02d", index), reference: TextNormalization.standard.words(pair.reference),
+                hypothesis: TextNormalization.standard.words(pair.hypothesis)
+            )
         }
     }
 
@@ -95,22 +104,29 @@ struct ScliteComparisonTests {
         for pair in pairs {
             let ours = Scoring.align(reference: pair.reference, hypothesis: pair.hypothesis)
             total = total + ours.counts
-            #expect(theirs[pair.id] == ScliteUtterance(counts: ours.counts, letters: letters(ours.alignment)), "\(pair.id)")
+            #expect(
+                theirs[pair.id] == ScliteUtterance(counts: ours.counts, letters: letters(ours.alignment)), "\(pair.id)")
         }
         #expect(total == theirs.values.reduce(ErrorCounts()) { $0 + $1.counts })
     }
 
     @Test func characterCountsEqualSclites() throws {
         let pairs = Self.texts.enumerated().map { index, pair in
-            (id: String(format: "char_%02d", index), reference: TextNormalization.standard.characters(pair.reference), hypothesis: TextNormalization.standard.characters(pair.hypothesis))
+            (
+                id: String(format: "char_%02d", index),
+                reference: TextNormalization.standard.characters(pair.reference),
+                hypothesis: TextNormalization.standard.characters(pair.hypothesis)
+            )
         }
         // sclite -c splits the words of the trn into characters itself; give it the words.
         let words = Self.pairs
-        let theirs = try sclite(zip(pairs, words).map { (id: $0.id, reference: $1.reference, hypothesis: $1.hypothesis) }, characters: true)
+        let theirs = try sclite(
+            zip(pairs, words).map { (id: $0.id, reference: $1.reference, hypothesis: $1.hypothesis) }, characters: true)
         #expect(theirs.count == pairs.count)
         for pair in pairs {
             let ours = Scoring.align(reference: pair.reference, hypothesis: pair.hypothesis)
-            #expect(theirs[pair.id] == ScliteUtterance(counts: ours.counts, letters: letters(ours.alignment)), "\(pair.id)")
+            #expect(
+                theirs[pair.id] == ScliteUtterance(counts: ours.counts, letters: letters(ours.alignment)), "\(pair.id)")
         }
     }
 
@@ -124,9 +140,11 @@ struct ScliteComparisonTests {
         }
         let vocabulary = ["a", "b", "c", "d"]
         let pairs = (0..<300).map { index in
-            (id: String(format: "rnd_%03d", index),
-             reference: (0..<next(9)).map { _ in vocabulary[next(4)] },
-             hypothesis: (0..<next(9)).map { _ in vocabulary[next(4)] })
+            (
+                id: String(format: "rnd_%03d", index),
+                reference: (0..<next(9)).map { _ in vocabulary[next(4)] },
+                hypothesis: (0..<next(9)).map { _ in vocabulary[next(4)] }
+            )
         }
         let theirs = try sclite(pairs)
         #expect(theirs.count == pairs.count)

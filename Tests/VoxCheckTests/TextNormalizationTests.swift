@@ -6,7 +6,8 @@ import VoxCheck
     let standard = TextNormalization.standard
 
     @Test func germanWordsSurviveAsSingleWords() {
-        #expect(standard.words("Grüße aus der Straße, über Ärger!") == ["grüße", "aus", "der", "straße", "über", "ärger"])
+        #expect(
+            standard.words("Grüße aus der Straße, über Ärger!") == ["grüße", "aus", "der", "straße", "über", "ärger"])
     }
 
     @Test func decomposedInputGivesTheComposedWords() {
@@ -23,11 +24,17 @@ import VoxCheck
 
     @Test func apostrophesAndHyphensInsideWordsStay() {
         let words = standard.words("Don't stop—geht's weiter; well-known 'quotes' -dash- rock’n’roll (gut) „so“ «là»")
-        #expect(words == ["don't", "stop", "geht's", "weiter", "well-known", "quotes", "dash", "rock’n’roll", "gut", "so", "là"])
+        #expect(
+            words == [
+                "don't", "stop", "geht's", "weiter", "well-known", "quotes", "dash", "rock’n’roll", "gut", "so", "là",
+            ])
     }
 
     @Test func numbersStayAsWritten() {
-        #expect(standard.words("It costs 3.50 €, about 1,000 items at 10:30. 50% off!") == ["it", "costs", "3.50", "about", "1,000", "items", "at", "10:30", "50", "off"])
+        #expect(
+            standard.words("It costs 3.50 €, about 1,000 items at 10:30. 50% off!") == [
+                "it", "costs", "3.50", "about", "1,000", "items", "at", "10:30", "50", "off",
+            ])
     }
 
     @Test func unicodeWhitespaceSplitsAndInvisiblesGo() {
@@ -41,8 +48,10 @@ import VoxCheck
         let raw = TextNormalization(caseFold: false, removePunctuation: false)
         #expect(raw.words("Hello, World! Gru\u{0308}ße") == ["Hello,", "World!", "Grüße"])
         #expect(raw.words("Gru\u{0308}ße")[0].unicodeScalars.count == 5)
-        #expect(TextNormalization(caseFold: true, removePunctuation: false).words("Hello, World!") == ["hello,", "world!"])
-        #expect(TextNormalization(caseFold: false, removePunctuation: true).words("Hello, World!") == ["Hello", "World"])
+        #expect(
+            TextNormalization(caseFold: true, removePunctuation: false).words("Hello, World!") == ["hello,", "world!"])
+        #expect(
+            TextNormalization(caseFold: false, removePunctuation: true).words("Hello, World!") == ["Hello", "World"])
     }
 
     @Test func charactersAreTheGraphemesOfTheWordsWithoutSpaces() {
@@ -52,7 +61,9 @@ import VoxCheck
 
     @Test func summaryStatesTheOptions() {
         #expect(standard.summary == "NFC, lowercase (ß kept), punctuation removed, numbers as written")
-        #expect(TextNormalization(caseFold: false, removePunctuation: false).summary == "NFC, case kept, punctuation kept, numbers as written")
+        #expect(
+            TextNormalization(caseFold: false, removePunctuation: false).summary
+                == "NFC, case kept, punctuation kept, numbers as written")
         #expect(standard.numbers == "keep")
     }
 

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-import VoxTestSupport
 import VoxCore
+import VoxTestSupport
+
 @testable import VoxChunk
 
 @Suite struct WindowModeTests {
@@ -26,8 +27,12 @@ import VoxCore
     }
 
     @Test func overlapAsLongAsTheWindowIsASpecError() {
-        #expect(throws: VoxError.self) { try StageHarness(ChunkStage.self, options: ["mode": "window", "seconds": 2, "overlap": 2]) }
-        #expect(throws: VoxError.self) { try StageHarness(ChunkStage.self, options: ["mode": "tail", "minSilence": 1]) }
+        #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "window", "seconds": 2, "overlap": 2])
+        }
+        #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "tail", "minSilence": 1])
+        }
     }
 }
 
@@ -37,7 +42,8 @@ import VoxCore
     @Test func segmentsMatchKnownSpeechBoundariesWithin50ms() async throws {
         let speech: [ClosedRange<Double>] = [1.0...2.5, 4.0...4.8, 7.0...9.0]
         let samples = bursts(rate: 16000, seconds: 10, speech: speech)
-        let chunks = try await chunk(samples, format: format, options: ["mode": "voice", "padding": 0, "minSilence": 0.3])
+        let chunks = try await chunk(
+            samples, format: format, options: ["mode": "voice", "padding": 0, "minSilence": 0.3])
         #expect(chunks.count == 3)
         for (c, s) in zip(chunks, speech) {
             #expect(abs(c.start - s.lowerBound) <= 0.05, "start \(c.start) vs \(s.lowerBound)")
@@ -65,15 +71,24 @@ import VoxCore
     }
 
     @Test func silenceAndSteadyNoiseGiveNoChunks() async throws {
-        #expect(try await chunk([Float](repeating: 0, count: 16000 * 5), format: format, options: ["mode": "voice"]).isEmpty)
-        #expect(try await chunk(bursts(rate: 16000, seconds: 5, speech: []), format: format, options: ["mode": "voice"]).isEmpty)
+        #expect(
+            try await chunk([Float](repeating: 0, count: 16000 * 5), format: format, options: ["mode": "voice"]).isEmpty
+        )
+        #expect(
+            try await chunk(bursts(rate: 16000, seconds: 5, speech: []), format: format, options: ["mode": "voice"])
+                .isEmpty)
         // Loud but steady noise is background, not speech.
-        #expect(try await chunk(bursts(rate: 16000, seconds: 8, speech: [0...8], steady: true), format: format, options: ["mode": "voice"]).count <= 1)
+        #expect(
+            try await chunk(
+                bursts(rate: 16000, seconds: 8, speech: [0...8], steady: true), format: format,
+                options: ["mode": "voice"]
+            ).count <= 1)
     }
 
     @Test func aClickShorterThanMinSecondsIsDropped() async throws {
         let samples = bursts(rate: 16000, seconds: 5, speech: [1.0...1.1, 3.0...4.0])
-        let chunks = try await chunk(samples, format: format, options: ["mode": "voice", "padding": 0, "minSeconds": 0.3])
+        let chunks = try await chunk(
+            samples, format: format, options: ["mode": "voice", "padding": 0, "minSeconds": 0.3])
         #expect(chunks.count == 1)
         #expect(abs(chunks[0].start - 3.0) <= 0.05)
     }
@@ -81,7 +96,8 @@ import VoxCore
     @Test func aLongTurnIsSplitAtItsQuietestPoint() async throws {
         // 12 s of speech with a 100 ms dip at 6.5 s (shorter than minSilence).
         let samples = bursts(rate: 16000, seconds: 14, speech: [1.0...13.0], dips: [6.5...6.6])
-        let chunks = try await chunk(samples, format: format, options: ["mode": "voice", "padding": 0, "maxSeconds": 8])
+        let chunks = try await chunk(
+            samples, format: format, options: ["mode": "voice", "padding": 0, "maxSeconds": 8])
         #expect(chunks.count == 2)
         #expect(abs(chunks[0].start - 1.0) <= 0.05)
         #expect(chunks[0].end >= 6.5 && chunks[0].end <= 6.6)
@@ -92,7 +108,8 @@ import VoxCore
 
     @Test func turnsNeverExceedMaxSecondsIncludingPadding() async throws {
         let samples = bursts(rate: 16000, seconds: 30, speech: [0.5...29.5])
-        let chunks = try await chunk(samples, format: format, options: ["mode": "voice", "padding": 0.3, "maxSeconds": 8])
+        let chunks = try await chunk(
+            samples, format: format, options: ["mode": "voice", "padding": 0.3, "maxSeconds": 8])
         #expect(chunks.count >= 4)
         #expect(chunks.allSatisfy { $0.end - $0.start <= 8.0001 })
         for (a, b) in zip(chunks, chunks.dropFirst()) { #expect(b.start >= a.end - 0.0001) }
@@ -109,7 +126,9 @@ import VoxCore
     @Test func memoryStaysBoundedOnALongSilentStream() async throws {
         let cutter = VoiceCutter(format: AudioFormat(sampleRate: 8000, channels: 1), settings: .init())
         let quiet = bursts(rate: 8000, seconds: 10, speech: [])
-        for i in 0..<60 { _ = cutter.push(AudioBlock(format: cutter.format, samples: quiet, frameOffset: Int64(i * 80000))) }
+        for i in 0..<60 {
+            _ = cutter.push(AudioBlock(format: cutter.format, samples: quiet, frameOffset: Int64(i * 80000)))
+        }
         #expect(cutter.bufferedSamples < 8000 * 12)
         #expect(cutter.bufferedEnergies < 100 * 6)
     }
@@ -129,7 +148,8 @@ import VoxCore
     }
 
     @Test func aShorterStreamIsKeptWhole() async throws {
-        let chunks = try await chunk([Float](repeating: 0.5, count: 3000), format: format, options: ["mode": "tail", "seconds": 5])
+        let chunks = try await chunk(
+            [Float](repeating: 0.5, count: 3000), format: format, options: ["mode": "tail", "seconds": 5])
         #expect(chunks.map(\.start) == [0])
         #expect(chunks.map(\.end) == [3])
     }
@@ -138,7 +158,9 @@ import VoxCore
         func capacityAfter(minutes: Int) -> Int {
             let cutter = TailCutter(format: AudioFormat(sampleRate: 48000, channels: 1), seconds: 300)
             let block = [Float](repeating: 0.1, count: 48000 * 60)
-            for i in 0..<minutes { _ = cutter.push(AudioBlock(format: cutter.format, samples: block, frameOffset: Int64(i * 48000 * 60))) }
+            for i in 0..<minutes {
+                _ = cutter.push(AudioBlock(format: cutter.format, samples: block, frameOffset: Int64(i * 48000 * 60)))
+            }
             return cutter.ring.capacity
         }
         #expect(capacityAfter(minutes: 1) == 48000 * 300)

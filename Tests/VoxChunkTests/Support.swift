@@ -1,12 +1,16 @@
 import Foundation
-import VoxTestSupport
 import VoxCore
+import VoxTestSupport
+
 @testable import VoxChunk
 
 /// A deterministic signal: quiet background noise (-70 dBFS) with speech-like bursts (-20 dBFS
 /// noise that dips 20 dB for 40 ms every 250 ms, as speech does between syllables) over the given
 /// spans, and optional silent dips inside bursts. `steady` makes bursts without syllable dips.
-func bursts(rate: Int, seconds: Double, speech: [ClosedRange<Double>], dips: [ClosedRange<Double>] = [], channels: Int = 1, steady: Bool = false) -> [Float] {
+func bursts(
+    rate: Int, seconds: Double, speech: [ClosedRange<Double>], dips: [ClosedRange<Double>] = [], channels: Int = 1,
+    steady: Bool = false
+) -> [Float] {
     var state: UInt32 = 12345
     func noise() -> Float {
         state = state &* 1_664_525 &+ 1_013_904_223
@@ -25,7 +29,8 @@ func bursts(rate: Int, seconds: Double, speech: [ClosedRange<Double>], dips: [Cl
     return out
 }
 
-
 func chunk(_ samples: [Float], format: AudioFormat, options: [String: JSONValue]) async throws -> [AudioChunk] {
-    try await StageHarness(ChunkStage.self, options: options).run(blocks(samples, format: format, blockFrames: 3000), commit: false).outputs
+    try await StageHarness(ChunkStage.self, options: options).run(
+        blocks(samples, format: format, blockFrames: 3000), commit: false
+    ).outputs
 }

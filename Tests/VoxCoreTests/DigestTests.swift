@@ -1,19 +1,26 @@
 import Foundation
 import Testing
 import VoxTestSupport
+
 @testable import VoxCore
 
 /// Digest (SHA-256/512 over libcrypto) and DigestCache (digests keyed by path, size, mtime).
 @Suite struct DigestTests {
     static let emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     static let abcSHA256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    static let abcSHA512 = "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"
-    static let emptySHA512 = "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e"
+    static let abcSHA512 =
+        "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+        + "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"
+    static let emptySHA512 =
+        "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
+        + "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e"
     /// FIPS 180-2 vector: SHA-256 of one million "a".
     static let millionASHA256 = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
 
     /// Writes `data` to a new file whose modification time is `modified`.
-    func file(_ data: Data, in dir: URL, name: String = "f.bin", modified: Date = Date(timeIntervalSince1970: 1_700_000_000)) throws -> URL {
+    func file(
+        _ data: Data, in dir: URL, name: String = "f.bin", modified: Date = Date(timeIntervalSince1970: 1_700_000_000)
+    ) throws -> URL {
         let url = dir.appendingPathComponent(name)
         try data.write(to: url)
         try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: url.path)
@@ -34,7 +41,8 @@ import VoxTestSupport
         #expect(Digest.hex(Data("abc".utf8)) == Self.abcSHA256)
         #expect(Digest.hex(Data("abc".utf8), .sha512) == Self.abcSHA512)
         #expect(Digest.hex(Data(), .sha512) == Self.emptySHA512)
-        #expect(Digest.hex(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+        #expect(
+            Digest.hex(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
                 == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
     }
 
@@ -42,7 +50,10 @@ import VoxTestSupport
         let data = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 * 7) })
         let d = Digest(.sha256)
         var i = 0
-        for size in [1, 63, 64, 65, 1000, 3] { d.update(data[i..<min(i + size, data.count)]); i += size }
+        for size in [1, 63, 64, 65, 1000, 3] {
+            d.update(data[i..<min(i + size, data.count)])
+            i += size
+        }
         d.update(data[i...])
         #expect(d.finalizeHex() == Digest.hex(data))
         let url = temporaryDirectory().appendingPathComponent("f.bin")
@@ -147,7 +158,9 @@ import VoxTestSupport
         let dir = temporaryDirectory()
         let source = try file(Data("abc".utf8), in: dir, name: "source")
         let target = dir.appendingPathComponent("no/such/copy")
-        #expect(throws: VoxError(.cannotCreate, "cannot create \(target.path)")) { try DigestCache().copy(source, to: target) }
+        #expect(throws: VoxError(.cannotCreate, "cannot create \(target.path)")) {
+            try DigestCache().copy(source, to: target)
+        }
     }
 
     @Test func concurrentAskersAllGetTheDigest() async throws {

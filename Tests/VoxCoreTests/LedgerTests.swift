@@ -1,12 +1,13 @@
 import Foundation
 import Testing
 import VoxTestSupport
+
 @testable import VoxCore
 
 /// Ledger (per-item manifests that decide what a rerun skips) and AtomicFile (whole files or nothing).
 @Suite struct LedgerTests {
-    static let audioSHA256 = "6ed8919ce20490a5e3ad8630a4fab69475297abd07db73918dd5f36fcfaeb11b" // "audio"
-    static let wavSHA256 = "75f56ac1ef945e2a21f45f004d29a52e618474d44dd8d36e318b3dba7c3b6de6"   // "wav!"
+    static let audioSHA256 = "6ed8919ce20490a5e3ad8630a4fab69475297abd07db73918dd5f36fcfaeb11b"  // "audio"
+    static let wavSHA256 = "75f56ac1ef945e2a21f45f004d29a52e618474d44dd8d36e318b3dba7c3b6de6"  // "wav!"
     static let inputTime = Date(timeIntervalSince1970: 1_700_000_000)
 
     /// An input `a.wav` ("audio"), its output folder with one artifact `a/audio.wav` ("wav!"),
@@ -25,7 +26,8 @@ import VoxTestSupport
             try FileManager.default.setAttributes([.modificationDate: LedgerTests.inputTime], ofItemAtPath: input.path)
             item = InputFile(url: input, relativePath: "a.wav", outputName: "a")
             artifact = Artifact(path: "a/audio.wav", bytes: 4, sha256: LedgerTests.wavSHA256)
-            try FileManager.default.createDirectory(at: out.appendingPathComponent("a"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: out.appendingPathComponent("a"), withIntermediateDirectories: true)
             try Data("wav!".utf8).write(to: artifactURL)
         }
 
@@ -36,8 +38,9 @@ import VoxTestSupport
         /// Records the item as done with a fresh ledger.
         func record() throws {
             let ledger = ledger()
-            try ledger.record(item, input: try ledger.inputRecord(for: item, previous: nil), artifacts: [artifact],
-                              started: Date(timeIntervalSince1970: 1_750_000_000), seconds: 1.5, audioSeconds: 12)
+            try ledger.record(
+                item, input: try ledger.inputRecord(for: item, previous: nil), artifacts: [artifact],
+                started: Date(timeIntervalSince1970: 1_750_000_000), seconds: 1.5, audioSeconds: 12)
         }
 
         func writeInput(_ text: String, modified: Date) throws {
@@ -50,28 +53,45 @@ import VoxTestSupport
         let f = try Fixture()
         try f.record()
         let decision = f.ledger().decide(f.item)
-        guard case .skip(let manifest) = decision else { Issue.record("expected skip, got \(decision)"); return }
+        guard case .skip(let manifest) = decision else {
+            Issue.record("expected skip, got \(decision)")
+            return
+        }
         #expect(manifest.manifestVersion == 1)
         // SHA-256 of "<input sha256>\n<fingerprint>".
         #expect(manifest.key == Digest.hex(Data("\(Self.audioSHA256)\nfp1".utf8)))
         #expect(manifest.voxpipeVersion == "9.9.9")
         #expect(manifest.spec == "fp1")
-        #expect(manifest.input == ItemManifest.FileRecord(path: "a.wav", bytes: 5, sha256: Self.audioSHA256, modified: 1_700_000_000_000_000_000))
+        #expect(
+            manifest.input
+                == ItemManifest.FileRecord(
+                    path: "a.wav", bytes: 5, sha256: Self.audioSHA256, modified: 1_700_000_000_000_000_000))
         let artifactTime = try #require(Ledger.fileStat(f.artifactURL)?.modified)
-        #expect(manifest.artifacts == [ItemManifest.FileRecord(path: "a/audio.wav", bytes: 4, sha256: Self.wavSHA256, modified: artifactTime)])
+        #expect(
+            manifest.artifacts == [
+                ItemManifest.FileRecord(path: "a/audio.wav", bytes: 4, sha256: Self.wavSHA256, modified: artifactTime)
+            ])
         #expect(manifest.started == "2025-06-15T15:06:40Z")
         #expect(manifest.seconds == 1.5)
         #expect(manifest.audioSeconds == 12)
         // Written whole, with no temporary left beside it.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: f.out.appendingPathComponent("a").path).sorted() == ["audio.wav", "voxpipe.manifest.json"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: f.out.appendingPathComponent("a").path).sorted() == [
+                "audio.wav", "voxpipe.manifest.json",
+            ])
         let text = try String(contentsOf: f.ledger().manifestURL(for: f.item), encoding: .utf8)
         #expect(text.hasPrefix("{\n  \"artifacts\" : [\n    {\n      \"bytes\" : 4,\n      \"modified\" : "))
-        #expect(text.contains("\n  \"input\" : {\n    \"bytes\" : 5,\n    \"modified\" : 1700000000000000000,\n    \"path\" : \"a.wav\",\n"))
+        #expect(
+            text.contains(
+                "\n  \"input\" : {\n    \"bytes\" : 5,\n    \"modified\" : 1700000000000000000,\n    \"path\" : "
+                    + "\"a.wav\",\n"
+            ))
     }
 
     @Test func theKeyIsTheDigestOfTheInputDigestAndTheFingerprint() {
         let ledger = Ledger(outputDirectory: temporaryDirectory(), fingerprint: "fp1", version: "1")
-        #expect(ledger.key(inputSHA256: "abc-sha") == "dd82e7f48b2899096b24f36ac400695f5328fef9acb2d78f70c6403a7fd26531")
+        #expect(
+            ledger.key(inputSHA256: "abc-sha") == "dd82e7f48b2899096b24f36ac400695f5328fef9acb2d78f70c6403a7fd26531")
     }
 
     @Test func eachChangeSinceTheRecordGivesItsReasonToRun() throws {
@@ -82,7 +102,10 @@ import VoxTestSupport
 
         // Touched but the same bytes: hashed again, still done.
         try f.writeInput("audio", modified: Date(timeIntervalSince1970: 1_700_000_100))
-        guard case .skip = f.ledger().decide(f.item) else { Issue.record("a touched input with the same bytes should be skipped"); return }
+        guard case .skip = f.ledger().decide(f.item) else {
+            Issue.record("a touched input with the same bytes should be skipped")
+            return
+        }
         try f.writeInput("AUDIO", modified: Date(timeIntervalSince1970: 1_700_000_200))
         #expect(f.ledger().decide(f.item) == .run(reason: "input changed"))
         try FileManager.default.removeItem(at: f.item.url)
@@ -109,7 +132,10 @@ import VoxTestSupport
         // Recording again replaces it whole.
         try f.record()
         #expect(try Data(contentsOf: url).count == whole.count)
-        guard case .skip = f.ledger().decide(f.item) else { Issue.record("expected skip after recording again"); return }
+        guard case .skip = f.ledger().decide(f.item) else {
+            Issue.record("expected skip after recording again")
+            return
+        }
     }
 
     @Test func theInputIsHashedOnlyWhenItsSizeOrTimeChanged() throws {
@@ -120,17 +146,23 @@ import VoxTestSupport
         #expect(try ledger.inputRecord(for: f.item, previous: previous).sha256 == "recorded")
         var older = previous
         older.modified -= 1000
-        #expect(try ledger.inputRecord(for: f.item, previous: older) == ItemManifest.FileRecord(path: "a.wav", bytes: 5, sha256: Self.audioSHA256, modified: stamp))
+        #expect(
+            try ledger.inputRecord(for: f.item, previous: older)
+                == ItemManifest.FileRecord(path: "a.wav", bytes: 5, sha256: Self.audioSHA256, modified: stamp))
         var shorter = previous
         shorter.bytes = 4
         #expect(try ledger.inputRecord(for: f.item, previous: shorter).sha256 == Self.audioSHA256)
         try FileManager.default.removeItem(at: f.item.url)
-        #expect(throws: VoxError(.badInput, "cannot read \(f.item.url.path)")) { try ledger.inputRecord(for: f.item, previous: previous) }
+        #expect(throws: VoxError(.badInput, "cannot read \(f.item.url.path)")) {
+            try ledger.inputRecord(for: f.item, previous: previous)
+        }
     }
 
     @Test func temporariesAKilledRunLeftAreRemovedAndNothingElse() throws {
         let folder = temporaryDirectory()
-        for name in [".voxpipe-atomic-12-34-voxpipe.manifest.json", ".audio.wav.voxpipe-tmp-12-34", "audio.wav", ".hidden"] {
+        for name in [
+            ".voxpipe-atomic-12-34-voxpipe.manifest.json", ".audio.wav.voxpipe-tmp-12-34", "audio.wav", ".hidden",
+        ] {
             try Data("x".utf8).write(to: folder.appendingPathComponent(name))
         }
         #expect(Ledger.removeTemporaries(in: folder) == 2)
@@ -158,8 +190,14 @@ import VoxTestSupport
         }
         let error = try #require(thrown)
         #expect(error.code == .cannotCreate)
-        #expect(error.message.wholeMatch(of: try Regex("cannot create \(NSRegularExpression.escapedPattern(for: folder.path))/\\.voxpipe-atomic-[0-9]+-[0-9]+-state\\.json: Permission denied")) != nil,
-                "\(error.message)")
+        #expect(
+            error.message.wholeMatch(
+                of: try Regex(
+                    "cannot create "
+                        + "\(NSRegularExpression.escapedPattern(for: folder.path))"
+                        + "/\\.voxpipe-atomic-[0-9]+-[0-9]+-state\\.json: Permission denied"
+                )) != nil,
+            "\(error.message)")
         #expect(try String(contentsOf: url, encoding: .utf8) == "old")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["state.json"])
     }
@@ -170,7 +208,9 @@ import VoxTestSupport
         let target = folder.appendingPathComponent("state.json")
         try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
         try Data("kept".utf8).write(to: target.appendingPathComponent("inside"))
-        #expect(throws: VoxError(.cannotCreate, "cannot write \(target.path): Is a directory")) { try AtomicFile.write(Data("new".utf8), to: target) }
+        #expect(throws: VoxError(.cannotCreate, "cannot write \(target.path): Is a directory")) {
+            try AtomicFile.write(Data("new".utf8), to: target)
+        }
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["state.json"])
         #expect(try String(contentsOf: target.appendingPathComponent("inside"), encoding: .utf8) == "kept")
     }
@@ -187,6 +227,8 @@ import VoxTestSupport
 
     @Test func writeFileIntoAMissingFolderNamesTheFileAndTheReason() {
         let url = temporaryDirectory().appendingPathComponent("missing/bagit.txt")
-        #expect(throws: VoxError(.cannotCreate, "cannot create \(url.path): No such file or directory")) { try AtomicFile.writeFile(Data("x".utf8), to: url) }
+        #expect(throws: VoxError(.cannotCreate, "cannot create \(url.path): No such file or directory")) {
+            try AtomicFile.writeFile(Data("x".utf8), to: url)
+        }
     }
 }

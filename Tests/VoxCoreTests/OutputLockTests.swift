@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import VoxTestSupport
 import VoxCore
+import VoxTestSupport
 
 /// OutputLock: one run per output folder (flock), shards side by side.
 @Suite struct OutputLockTests {
@@ -23,10 +23,14 @@ import VoxCore
     @Test func aSecondLockOnTheFolderFailsAsLockedWithExit75() throws {
         let dir = temporaryDirectory()
         let lock = try OutputLock(outputDirectory: dir, shard: nil)
-        let error = #expect(throws: busy(dir, holder: "pid \(pid)")) { try OutputLock(outputDirectory: dir, shard: nil) }
+        let error = #expect(throws: busy(dir, holder: "pid \(pid)")) {
+            try OutputLock(outputDirectory: dir, shard: nil)
+        }
         #expect(error?.exitCode == 75)
         // A shard cannot join a folder an unsharded run holds.
-        #expect(throws: busy(dir, holder: "pid \(pid)")) { try OutputLock(outputDirectory: dir, shard: try Shard(index: 0, count: 2)) }
+        #expect(throws: busy(dir, holder: "pid \(pid)")) {
+            try OutputLock(outputDirectory: dir, shard: try Shard(index: 0, count: 2))
+        }
         withExtendedLifetime(lock) {}
     }
 
@@ -52,8 +56,12 @@ import VoxCore
         let dir = temporaryDirectory()
         let first = try OutputLock(outputDirectory: dir, shard: try Shard(index: 0, count: 2))
         let second = try OutputLock(outputDirectory: dir, shard: try Shard(index: 1, count: 2))
-        #expect(try String(contentsOf: dir.appendingPathComponent(".voxpipe-shard-0-of-2.lock"), encoding: .utf8) == "pid \(pid)\n")
-        #expect(throws: busy(dir, holder: "pid \(pid)")) { try OutputLock(outputDirectory: dir, shard: try Shard(index: 0, count: 2)) }
+        #expect(
+            try String(contentsOf: dir.appendingPathComponent(".voxpipe-shard-0-of-2.lock"), encoding: .utf8)
+                == "pid \(pid)\n")
+        #expect(throws: busy(dir, holder: "pid \(pid)")) {
+            try OutputLock(outputDirectory: dir, shard: try Shard(index: 0, count: 2))
+        }
         // Shards split differently are other locks.
         let other = try OutputLock(outputDirectory: dir, shard: try Shard(index: 0, count: 3))
         withExtendedLifetime((first, second, other)) {}
@@ -81,11 +89,15 @@ import VoxCore
 
     @Test func aFolderThatCannotHoldTheLockFileIsACannotCreateError() throws {
         let missing = temporaryDirectory().appendingPathComponent("missing")
-        let noFolder = VoxError(.cannotCreate, "output folder \(missing.path) is not writable (cannot create .voxpipe.lock: No such file or directory)")
+        let noFolder = VoxError(
+            .cannotCreate,
+            "output folder \(missing.path) is not writable (cannot create .voxpipe.lock: No such file or directory)")
         let error = #expect(throws: noFolder) { try OutputLock(outputDirectory: missing, shard: nil) }
         #expect(error?.exitCode == 73)
         let readOnly = temporaryDirectory()
-        let denied = VoxError(.cannotCreate, "output folder \(readOnly.path) is not writable (cannot create .voxpipe.lock: Permission denied)")
+        let denied = VoxError(
+            .cannotCreate,
+            "output folder \(readOnly.path) is not writable (cannot create .voxpipe.lock: Permission denied)")
         try withoutWriteAccess(to: readOnly) {
             #expect(throws: denied) { try OutputLock(outputDirectory: readOnly, shard: nil) }
         }

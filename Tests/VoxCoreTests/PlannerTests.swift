@@ -1,15 +1,25 @@
 import Foundation
 import Testing
 import VoxTestSupport
+
 @testable import VoxCore
 
 @Suite struct PlannerTests {
     func planError(_ json: String) -> String? {
-        do { _ = try plan(json); return nil } catch let e as VoxError { #expect(e.code == .invalidSpec); return e.message } catch { return "\(error)" }
+        do {
+            _ = try plan(json)
+            return nil
+        } catch let e as VoxError {
+            #expect(e.code == .invalidSpec)
+            return e.message
+        } catch { return "\(error)" }
     }
 
     @Test func aValidSpecTypeChecksAndCarriesFormatsForward() throws {
-        let p = try plan(#"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain"},{"id":"w","kind":"sum-writer"},{"id":"w2","kind":"sum-writer","from":"src"}]}"#)
+        let p = try plan(
+            #"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain"},{"id":"w","kind":"sum-writer"},"#
+                + #"{"id":"w2","kind":"sum-writer","from":"src"}]}"#
+        )
         #expect(p.nodes.map(\.id) == ["src", "g", "w", "w2"])
         #expect(p.nodes[0].children == [1, 3])
         #expect(p.nodes[2].parents == [1])
@@ -17,68 +27,101 @@ import VoxTestSupport
     }
 
     @Test func unknownKindNamesPathStageAndKnownKinds() {
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"bogus"}]}"#)
-            == #"stages[1].kind: unknown kind "bogus" (stage 'b'; known: tone, gain, chunker, sum-writer, takes-transcript, reporting-source, report-writer)"#)
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"bogus"}]}"#)
+                == #"stages[1].kind: unknown kind "bogus" (stage 'b'; known: tone, gain, chunker, sum-writer, "#
+                + #"takes-transcript, reporting-source, report-writer)"#
+        )
     }
 
     @Test func aStageThatRecordsAnItemFactNeedsAStageUpstreamThatGivesIt() throws {
-        #expect(planError(#"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain"},{"id":"r","kind":"report-writer"}]}"#)
-            == "stages[2] 'r': report-writer records the item's report, which no stage before it gives (given by: reporting-source)")
+        #expect(
+            planError(
+                #"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain"},{"id":"r","kind":"report-writer"}]}"#)
+                == "stages[2] 'r': report-writer records the item's report, which no stage before it gives (given "
+                + "by: reporting-source)"
+        )
         // Given upstream, through another stage: fine.
-        _ = try plan(#"{"stages":[{"id":"src","kind":"reporting-source"},{"id":"g","kind":"gain"},{"id":"r","kind":"report-writer"}]}"#)
+        _ = try plan(
+            #"{"stages":[{"id":"src","kind":"reporting-source"},{"id":"g","kind":"gain"},{"id":"r","#
+                + #""kind":"report-writer"}]}"#
+        )
     }
 
     @Test func unknownOptionNamesPathAndStage() {
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone","blokcs":3}]}"#)
-            == "stages[0].blokcs: unknown option for tone (known: blocks, failOn, rate, refuse, refuseAs) (stage 'a')")
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone","blokcs":3}]}"#)
+                == "stages[0].blokcs: unknown option for tone (known: blocks, failOn, rate, refuse, refuseAs) (stage "
+                + "'a')"
+        )
     }
 
     @Test func wrongValueTypeNamesPath() {
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone","blocks":"three"}]}"#)
-            == "stages[0].blocks: expected an integer, got a string (stage 'a')")
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone","blocks":2.5}]}"#)
-            == "stages[0].blocks: expected an integer, got a number (stage 'a')")
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone","blocks":5000}]}"#)
-            == "stages[0].blocks: 5000 is out of range 0…1000 (stage 'a')")
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone","blocks":"three"}]}"#)
+                == "stages[0].blocks: expected an integer, got a string (stage 'a')")
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone","blocks":2.5}]}"#)
+                == "stages[0].blocks: expected an integer, got a number (stage 'a')")
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone","blocks":5000}]}"#)
+                == "stages[0].blocks: 5000 is out of range 0…1000 (stage 'a')")
     }
 
     @Test func fromNamingNoStageIsAnError() {
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"gain","from":"nope"}]}"#)
-            == #"stages[1].from: no stage has the id "nope" (stage 'b'; ids: a, b)"#)
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"gain","from":"nope"}]}"#)
+                == #"stages[1].from: no stage has the id "nope" (stage 'b'; ids: a, b)"#)
     }
 
     @Test func cyclicFromIsAnError() {
-        let message = planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"gain","from":"c"},{"id":"c","kind":"gain","from":"b"}]}"#)
+        let message = planError(
+            #"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"gain","from":"c"},{"id":"c","kind":"gain","#
+                + #""from":"b"}]}"#
+        )
         #expect(message == "stages[1].from: cycle 'b' → 'c' → 'b' (each stage reads from the next)")
     }
 
     @Test func typeMismatchNamesBothStagesAndTypes() {
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"t","kind":"takes-transcript"}]}"#)
-            == "stages[1] 't': takes-transcript takes Transcript but 'a' (tone) gives AudioBlock")
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"t","kind":"takes-transcript"}]}"#)
+                == "stages[1] 't': takes-transcript takes Transcript but 'a' (tone) gives AudioBlock")
     }
 
     @Test func theFirstStageMustReadFiles() {
-        #expect(planError(#"{"stages":[{"id":"g","kind":"gain"}]}"#)
-            == "stages[0] 'g': the first stage reads the input files, but gain takes AudioBlock; start with a decode stage")
+        #expect(
+            planError(#"{"stages":[{"id":"g","kind":"gain"}]}"#)
+                == "stages[0] 'g': the first stage reads the input files, but gain takes AudioBlock; start with a "
+                + "decode stage"
+        )
     }
 
     @Test func aFormatAStageCannotTakeIsAPlanError() {
         // gain refuses fixed-rate input; tone gives source rate, so a chain of two gains is fine.
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"g","kind":"gain"},{"id":"h","kind":"gain"}]}"#) == nil)
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"g","kind":"gain"},{"id":"h","kind":"gain"}]}"#)
+                == nil)
         // A tone with a fixed rate cannot feed it: the error names both stages and the format.
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone","rate":8000},{"id":"g","kind":"gain"}]}"#)
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone","rate":8000},{"id":"g","kind":"gain"}]}"#)
                 == "stages[1] 'g': gain takes only source-rate audio, but 'a' (tone) gives 8 kHz source channels")
     }
 
     @Test func duplicateIdsAndBadIdsAreErrors() {
-        #expect(planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"a","kind":"gain"}]}"#) == #"stages[1].id: "a" is already the id of stages[0]"#)
-        #expect(planError(#"{"stages":[{"id":"a/b","kind":"tone"}]}"#)?.hasPrefix(#"stages[0].id: "a/b" is not a valid id"#) == true)
+        #expect(
+            planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"a","kind":"gain"}]}"#)
+                == #"stages[1].id: "a" is already the id of stages[0]"#)
+        #expect(
+            planError(#"{"stages":[{"id":"a/b","kind":"tone"}]}"#)?.hasPrefix(#"stages[0].id: "a/b" is not a valid id"#)
+                == true)
     }
 
     @Test func malformedJSONAndMissingStagesAreErrors() {
         #expect(planError("{\"stages\": [")?.hasPrefix("not valid JSON") == true)
         #expect(planError(#"{"name":"x"}"#) == "stages: missing; a spec needs at least one stage")
-        #expect(planError(#"{"stages":[],"extra":1}"#) == "extra: unknown top-level field (known: name, description, stages)")
+        #expect(
+            planError(#"{"stages":[],"extra":1}"#)
+                == "extra: unknown top-level field (known: name, description, stages)")
     }
 
     @Test func canonicalSpecIgnoresKeyOrderAndSchema() throws {

@@ -2,21 +2,29 @@ import Foundation
 import Logging
 import Testing
 import VoxTestSupport
+
 @testable import VoxCore
 
 @Suite struct RunnerTests {
     func runner(_ json: String, output: URL, jobs: Int = 2) async throws -> Runner {
-        try await Runner.prepare(try plan(json), options: RunOptions(outputDirectory: output, jobs: jobs),
-                                 context: StageContext(logger: Logger(label: "test")))
+        try await Runner.prepare(
+            try plan(json), options: RunOptions(outputDirectory: output, jobs: jobs),
+            context: StageContext(logger: Logger(label: "test")))
     }
 
     func items(_ names: [String]) -> [InputFile] {
-        names.map { InputFile(url: URL(fileURLWithPath: "/nonexistent/\($0)"), relativePath: $0, outputName: ($0 as NSString).deletingPathExtension) }
+        names.map {
+            InputFile(
+                url: URL(fileURLWithPath: "/nonexistent/\($0)"), relativePath: $0,
+                outputName: ($0 as NSString).deletingPathExtension)
+        }
     }
 
     /// What prepare throws, as the command line sees it.
     func prepareError(refuse: String, as code: String) async -> VoxError? {
-        let spec = #"{"stages":[{"id":"src","kind":"tone","refuse":"\#(refuse)","refuseAs":"\#(code)"},{"id":"w","kind":"sum-writer","from":"src"}]}"#
+        let spec =
+            #"{"stages":[{"id":"src","kind":"tone","refuse":"\#(refuse)","refuseAs":"\#(code)"},{"id":"w","#
+            + #""kind":"sum-writer","from":"src"}]}"#
         do {
             _ = try await runner(spec, output: temporaryDirectory())
             return nil
@@ -43,14 +51,20 @@ import VoxTestSupport
         struct Foreign: Error {}
         #expect(exitCode(for: Foreign()) == 70)
         #expect(exitCode(for: ModuleError<ToneSource.Failure>(.badData, "x")) == 1)
-        let multiLine = ModuleError<ToneSource.Failure>(.engineMissing, "libfoo said:\n  cannot open\n\n  try again\n", context: ErrorContext(item: "a.wav"))
+        let multiLine = ModuleError<ToneSource.Failure>(
+            .engineMissing, "libfoo said:\n  cannot open\n\n  try again\n", context: ErrorContext(item: "a.wav"))
         #expect(multiLine.description == "a.wav: libfoo said:; cannot open; try again")
-        #expect(!describe(NSError(domain: NSCocoaErrorDomain, code: 4, userInfo: [NSLocalizedDescriptionKey: "one\ntwo"])).contains("\n"))
+        #expect(
+            !describe(NSError(domain: NSCocoaErrorDomain, code: 4, userInfo: [NSLocalizedDescriptionKey: "one\ntwo"]))
+                .contains("\n"))
     }
 
     @Test func anItemFactReachesTheStageThatRecordsItPerItem() async throws {
         let out = temporaryDirectory()
-        let r = try await runner(#"{"stages":[{"id":"src","kind":"reporting-source"},{"id":"g","kind":"gain"},{"id":"r","kind":"report-writer"}]}"#, output: out)
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"reporting-source"},{"id":"g","kind":"gain"},{"id":"r","#
+                + #""kind":"report-writer"}]}"#,
+            output: out)
         _ = await r.run(items(["a.wav", "b.wav"]))
         #expect(try String(contentsOf: out.appendingPathComponent("a/r.txt"), encoding: .utf8) == "R-a")
         #expect(try String(contentsOf: out.appendingPathComponent("b/r.txt"), encoding: .utf8) == "R-b")
@@ -58,7 +72,10 @@ import VoxTestSupport
 
     @Test func oneOutputFeedsEveryStageThatNamesIt() async throws {
         let out = temporaryDirectory()
-        let r = try await runner(#"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain","factor":3},{"id":"raw","kind":"sum-writer","from":"src"},{"id":"loud","kind":"sum-writer","from":"g"}]}"#, output: out)
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain","factor":3},{"id":"raw","#
+                + #""kind":"sum-writer","from":"src"},{"id":"loud","kind":"sum-writer","from":"g"}]}"#,
+            output: out)
         let results = await r.run(items(["a.wav"]))
         #expect(results.map(\.status) == [.done])
         #expect(try String(contentsOf: out.appendingPathComponent("a/raw.txt"), encoding: .utf8) == "150.0")
@@ -69,21 +86,28 @@ import VoxTestSupport
 
     @Test func aFailingItemFailsAloneAndLeavesNoFiles() async throws {
         let out = temporaryDirectory()
-        let r = try await runner(#"{"stages":[{"id":"src","kind":"tone","failOn":"bad"},{"id":"c","kind":"chunker"},{"id":"w","kind":"sum-writer"}]}"#, output: out)
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","failOn":"bad"},{"id":"c","kind":"chunker"},{"id":"w","#
+                + #""kind":"sum-writer"}]}"#,
+            output: out)
         let results = await r.run(items(["good1.wav", "bad.wav", "good2.wav"]))
         #expect(results.map(\.status) == [.done, .failed, .done])
         #expect(results[1].failure?.description == "src (tone): bad block in bad.wav")
         #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("good2/w.txt").path))
         #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("bad").path))
-        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: out.path).filter { $0.contains(ItemOutputs.temporaryMarker) }
+        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: out.path).filter {
+            $0.contains(ItemOutputs.temporaryMarker)
+        }
         #expect(leftovers.isEmpty)
     }
 
     @Test func aFailedItemKeepsTheOutputsOfAnEarlierRun() async throws {
         let out = temporaryDirectory()
-        let good = try await runner(#"{"stages":[{"id":"src","kind":"tone"},{"id":"w","kind":"sum-writer"}]}"#, output: out)
+        let good = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone"},{"id":"w","kind":"sum-writer"}]}"#, output: out)
         _ = await good.run(items(["bad.wav"]))
-        let bad = try await runner(#"{"stages":[{"id":"src","kind":"tone","failOn":"bad"},{"id":"w","kind":"sum-writer"}]}"#, output: out)
+        let bad = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","failOn":"bad"},{"id":"w","kind":"sum-writer"}]}"#, output: out)
         let results = await bad.run(items(["bad.wav"]))
         #expect(results.map(\.status) == [.failed])
         #expect(try String(contentsOf: out.appendingPathComponent("bad/w.txt"), encoding: .utf8) == "150.0")
@@ -91,7 +115,10 @@ import VoxTestSupport
 
     @Test func manyItemsWithFewJobsAllFinishInInputOrder() async throws {
         let out = temporaryDirectory()
-        let r = try await runner(#"{"stages":[{"id":"src","kind":"tone","blocks":50},{"id":"c","kind":"chunker"},{"id":"w","kind":"sum-writer"}]}"#, output: out, jobs: 3)
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":50},{"id":"c","kind":"chunker"},{"id":"w","#
+                + #""kind":"sum-writer"}]}"#,
+            output: out, jobs: 3)
         let names = (0..<40).map { "f\($0).wav" }
         let results = await r.run(items(names))
         #expect(results.map(\.item.relativePath) == names)
@@ -100,7 +127,8 @@ import VoxTestSupport
 
     @Test func anEmptyStreamStillReachesTheWriter() async throws {
         let out = temporaryDirectory()
-        let r = try await runner(#"{"stages":[{"id":"src","kind":"tone","blocks":0},{"id":"w","kind":"sum-writer"}]}"#, output: out)
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":0},{"id":"w","kind":"sum-writer"}]}"#, output: out)
         let results = await r.run(items(["silent.wav"]))
         #expect(results.map(\.status) == [.done])
         #expect(try String(contentsOf: out.appendingPathComponent("silent/w.txt"), encoding: .utf8) == "0.0")
@@ -108,7 +136,8 @@ import VoxTestSupport
 
     @Test func harnessRunsAStageAlone() async throws {
         let harness = try StageHarness(Gain.self, options: ["factor": 4])
-        let block = AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.25, 0.5], frameOffset: 0)
+        let block = AudioBlock(
+            format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.25, 0.5], frameOffset: 0)
         let (outputs, _) = try await harness.run([block, block])
         #expect(outputs.map(\.samples) == [[1, 2], [1, 2]])
         #expect(harness.logs.records.isEmpty)
@@ -117,14 +146,22 @@ import VoxTestSupport
     @Test func theHarnessFailsAStageThatLeavesInputUnreadAndKeepsWhatItLogged() async throws {
         let harness = try StageHarness(Gain.self, options: ["stopAfter": 1])
         let block = AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.25], frameOffset: 0)
-        await #expect(throws: HarnessError("gain returned with 2 of 4 inputs unread")) { _ = try await harness.run([block, block, block, block]) }
-        #expect(harness.logs.records == [CapturedLogs.Record(level: .warning, message: "stopping early", metadata: ["stage.id": "gain", "blocks": "1"])])
+        await #expect(throws: HarnessError("gain returned with 2 of 4 inputs unread")) {
+            _ = try await harness.run([block, block, block, block])
+        }
+        #expect(
+            harness.logs.records == [
+                CapturedLogs.Record(
+                    level: .warning, message: "stopping early", metadata: ["stage.id": "gain", "blocks": "1"])
+            ])
     }
 
     @Test func theHarnessRefusesAnInputTheStageDoesNotTake() async throws {
         let harness = try StageHarness(Gain.self)
         let file = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "a.wav", outputName: "a")
-        await #expect(throws: HarnessError("input 0 is InputFile, which gain does not take (it takes AudioBlock)")) { _ = try await harness.run([file]) }
+        await #expect(throws: HarnessError("input 0 is InputFile, which gain does not take (it takes AudioBlock)")) {
+            _ = try await harness.run([file])
+        }
     }
 }
 
@@ -133,7 +170,8 @@ import VoxTestSupport
         let root = temporaryDirectory()
         for name in ["a.wav", "a.flac", "b.mp3", "sub/c.wav", "notes.txt", ".hidden.wav"] {
             let url = root.appendingPathComponent(name)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data("x".utf8).write(to: url)
         }
         let items = try InputListing.collect([root.path])
@@ -145,34 +183,52 @@ import VoxTestSupport
         let root = temporaryDirectory()
         try Data("x".utf8).write(to: root.appendingPathComponent("a.wav"))
         #expect(try InputListing.collect([root.path, root.appendingPathComponent("a.wav").path]).count == 1)
-        #expect(throws: VoxError(.noInput, "/nonexistent/x.wav: no such file or folder")) { try InputListing.collect(["/nonexistent/x.wav"]) }
+        #expect(throws: VoxError(.noInput, "/nonexistent/x.wav: no such file or folder")) {
+            try InputListing.collect(["/nonexistent/x.wav"])
+        }
     }
 
     @Test func twoFilesOfTheSameNameFromDifferentFoldersAreAUsageError() throws {
         let root = temporaryDirectory()
         for name in ["x/a.wav", "y/a.wav"] {
             let url = root.appendingPathComponent(name)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data("x".utf8).write(to: url)
         }
-        #expect(throws: VoxError.self) { try InputListing.collect([root.appendingPathComponent("x/a.wav").path, root.appendingPathComponent("y/a.wav").path]) }
+        #expect(throws: VoxError.self) {
+            try InputListing.collect([
+                root.appendingPathComponent("x/a.wav").path, root.appendingPathComponent("y/a.wav").path,
+            ])
+        }
     }
 }
 
 @Suite struct FanInTests {
     @Test func aStageReadingSeveralStagesGetsAllTheirOutputsAndEndsAfterTheLast() async throws {
         let out = temporaryDirectory()
-        let plan = try plan(#"{"stages":[{"id":"src","kind":"tone","blocks":4},{"id":"g","kind":"gain","factor":3},{"id":"c","kind":"chunker","from":"src"},{"id":"w","kind":"sum-writer","from":["g","c"]}]}"#)
+        let plan = try plan(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":4},{"id":"g","kind":"gain","factor":3},{"id":"c","#
+                + #""kind":"chunker","from":"src"},{"id":"w","kind":"sum-writer","from":["g","c"]}]}"#
+        )
         #expect(plan.nodes[3].parents == [1, 2])
         #expect(plan.describe().contains("from 'g' + 'c'"))
-        let runner = try await Runner.prepare(plan, options: RunOptions(outputDirectory: out, jobs: 1), context: StageContext(logger: .init(label: "t")))
-        let results = await runner.run([InputFile(url: URL(fileURLWithPath: "/x/a.wav"), relativePath: "a.wav", outputName: "a")])
+        let runner = try await Runner.prepare(
+            plan, options: RunOptions(outputDirectory: out, jobs: 1), context: StageContext(logger: .init(label: "t")))
+        let results = await runner.run([
+            InputFile(url: URL(fileURLWithPath: "/x/a.wav"), relativePath: "a.wav", outputName: "a")
+        ])
         #expect(results.map(\.status) == [.done])
         // 4 blocks of 100 × 0.5: 200 through the gain (×3 = 600) plus 200 as chunks.
         #expect(try String(contentsOf: out.appendingPathComponent("a/w.txt"), encoding: .utf8) == "800.0")
     }
 
     @Test func aCycleThroughSeveralParentsIsFound() throws {
-        #expect(throws: VoxError.self) { try plan(#"{"stages":[{"id":"src","kind":"tone"},{"id":"a","kind":"gain","from":["src","b"]},{"id":"b","kind":"gain","from":"a"}]}"#) }
+        #expect(throws: VoxError.self) {
+            try plan(
+                #"{"stages":[{"id":"src","kind":"tone"},{"id":"a","kind":"gain","from":["src","b"]},{"id":"b","#
+                    + #""kind":"gain","from":"a"}]}"#
+            )
+        }
     }
 }

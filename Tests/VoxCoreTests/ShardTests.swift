@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxTestSupport
+
 @testable import VoxCore
 
 @Suite struct ShardTests {
@@ -46,11 +47,18 @@ import VoxTestSupport
 
     @Test func schedulersNameTheShardThroughTheEnvironment() throws {
         #expect(try Shard.fromEnvironment([:], count: nil) == nil)
-        #expect(try Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "3", "VOXPIPE_SHARD_COUNT": "8"], count: nil) == Shard(index: 3, count: 8))
+        #expect(
+            try Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "3", "VOXPIPE_SHARD_COUNT": "8"], count: nil)
+                == Shard(index: 3, count: 8))
         #expect(try Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "3"], count: 4) == Shard(index: 3, count: 4))
         #expect(throws: VoxError.self) { try Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "3"], count: nil) }
-        #expect(try Shard.fromEnvironment(["SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "10"], count: nil) == Shard(index: 4, count: 10))
-        #expect(try Shard.fromEnvironment(["AWS_BATCH_JOB_ARRAY_INDEX": "0", "VOXPIPE_SHARD_COUNT": "2"], count: nil) == Shard(index: 0, count: 2))
+        #expect(
+            try Shard.fromEnvironment(
+                ["SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "10"], count: nil)
+                == Shard(index: 4, count: 10))
+        #expect(
+            try Shard.fromEnvironment(["AWS_BATCH_JOB_ARRAY_INDEX": "0", "VOXPIPE_SHARD_COUNT": "2"], count: nil)
+                == Shard(index: 0, count: 2))
     }
 }
 

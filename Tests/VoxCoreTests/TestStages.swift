@@ -7,7 +7,13 @@ import VoxTestSupport
 struct ToneSource: Stage {
     typealias Input = InputFile
     typealias Output = AudioBlock
-    struct Configuration: Sendable { var blocks: Int; var failOn: String?; var refuse: String? = nil; var refuseAs: String? = nil; var rate: Int? = nil }
+    struct Configuration: Sendable {
+        var blocks: Int
+        var failOn: String?
+        var refuse: String? = nil
+        var refuseAs: String? = nil
+        var rate: Int? = nil
+    }
     enum Failure: FailureCode {
         case engineMissing, noRoom, badData
         var category: VoxFailure {
@@ -28,7 +34,9 @@ struct ToneSource: Stage {
         OptionSpec("refuseAs", .choice(["engine", "disk", "data"]), help: "the refusal's failure code"),
     ]
     static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"), refuse: options.string("refuse"), refuseAs: options.string("refuseAs"), rate: options.int("rate"))
+        Configuration(
+            blocks: options.int("blocks") ?? 3, failOn: options.string("failOn"), refuse: options.string("refuse"),
+            refuseAs: options.string("refuseAs"), rate: options.int("rate"))
     }
     static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
         StreamFormat(sampleRate: configuration.rate, channels: input.channels)
@@ -37,14 +45,24 @@ struct ToneSource: Stage {
     init(id: String, configuration: Configuration, context: StageContext) { self.configuration = configuration }
     func prepare() async throws {
         guard let refuse = configuration.refuse else { return }
-        let code: Failure = switch configuration.refuseAs { case "disk": .noRoom; case "data": .badData; default: .engineMissing }
+        let code: Failure =
+            switch configuration.refuseAs {
+            case "disk": .noRoom
+            case "data": .badData
+            default: .engineMissing
+            }
         throw ModuleError<Failure>(code, refuse)
     }
     func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
         for try await file in input {
             for i in 0..<configuration.blocks {
-                if let f = configuration.failOn, file.relativePath.contains(f), i == 1 { throw VoxError(.badInput, "bad block in \(file.relativePath)") }
-                try await output.send(AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [Float](repeating: 0.5, count: 100), frameOffset: Int64(i * 100)))
+                if let f = configuration.failOn, file.relativePath.contains(f), i == 1 {
+                    throw VoxError(.badInput, "bad block in \(file.relativePath)")
+                }
+                try await output.send(
+                    AudioBlock(
+                        format: AudioFormat(sampleRate: 8000, channels: 1),
+                        samples: [Float](repeating: 0.5, count: 100), frameOffset: Int64(i * 100)))
             }
         }
     }
@@ -53,12 +71,16 @@ struct ToneSource: Stage {
 struct Gain: Stage {
     typealias Input = AudioBlock
     typealias Output = AudioBlock
-    struct Configuration: Sendable { var factor: Float; var stopAfter: Int? }
+    struct Configuration: Sendable {
+        var factor: Float
+        var stopAfter: Int?
+    }
     static let kind = "gain"
     static let summary = "test gain"
     static let options = [
         OptionSpec("factor", .number(0...10), default: 2, help: "factor"),
-        OptionSpec("stopAfter", .integer(0...100), help: "a broken gain: returns after this many blocks, with a warning"),
+        OptionSpec(
+            "stopAfter", .integer(0...100), help: "a broken gain: returns after this many blocks, with a warning"),
     ]
     static func configure(_ options: StageOptions) throws -> Configuration {
         Configuration(factor: Float(options.double("factor") ?? 2), stopAfter: options.int("stopAfter"))
@@ -73,7 +95,8 @@ struct Gain: Stage {
         var count = 0
         for try await var block in input {
             if let stop = configuration.stopAfter, count == stop {
-                item.logger.warning("stopping early", metadata: ["stage.id": "gain", "blocks": .stringConvertible(count)])
+                item.logger.warning(
+                    "stopping early", metadata: ["stage.id": "gain", "blocks": .stringConvertible(count)])
                 return
             }
             block.samples = block.samples.map { $0 * configuration.factor }
@@ -95,7 +118,10 @@ struct Chunker: Stage {
     func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioChunk>, _ item: ItemContext) async throws {
         var index = 0
         for try await block in input {
-            try await output.send(AudioChunk(format: block.format, samples: block.samples, start: block.startSeconds, end: block.startSeconds + 0.0125, index: index, cut: .window))
+            try await output.send(
+                AudioChunk(
+                    format: block.format, samples: block.samples, start: block.startSeconds,
+                    end: block.startSeconds + 0.0125, index: index, cut: .window))
             index += 1
         }
     }
@@ -107,7 +133,13 @@ struct SumWriter: Stage {
         case block(AudioBlock), chunk(AudioChunk)
         static let accepted: [PayloadType] = [.audioBlock, .audioChunk]
         init?(payload: any Payload) {
-            if let b = payload.carried(AudioBlock.self) { self = .block(b) } else if let c = payload.carried(AudioChunk.self) { self = .chunk(c) } else { return nil }
+            if let b = payload.carried(AudioBlock.self) {
+                self = .block(b)
+            } else if let c = payload.carried(AudioChunk.self) {
+                self = .chunk(c)
+            } else {
+                return nil
+            }
         }
     }
     typealias Output = Artifact
@@ -158,7 +190,8 @@ struct ReportingSource: Stage {
     func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
         for try await file in input {
             item.facts.report = ["reportId": .string("R-\(file.outputName)")]
-            try await output.send(AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.5], frameOffset: 0))
+            try await output.send(
+                AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.5], frameOffset: 0))
         }
     }
 }
@@ -182,10 +215,12 @@ struct ReportWriter: Stage {
     }
 }
 
-let testRegistry = StageRegistry([StageKind(ToneSource.self), StageKind(Gain.self), StageKind(Chunker.self), StageKind(SumWriter.self), StageKind(TranscriptTaker.self),
-                                  StageKind(ReportingSource.self), StageKind(ReportWriter.self)])
+let testRegistry = StageRegistry([
+    StageKind(ToneSource.self), StageKind(Gain.self), StageKind(Chunker.self), StageKind(SumWriter.self),
+    StageKind(TranscriptTaker.self),
+    StageKind(ReportingSource.self), StageKind(ReportWriter.self),
+])
 
 func plan(_ json: String) throws -> Plan {
     try Planner.plan(data: Data(json.utf8), baseDirectory: URL(fileURLWithPath: "/tmp"), registry: testRegistry)
 }
-

@@ -5,53 +5,69 @@ import VoxCore
 /// WAVData: the 16-bit PCM WAVs sent to and read from HTTP speech APIs.
 @Suite struct WAVDataTests {
     /// A canonical 44-byte header, spelled out field by field (little-endian).
-    static func header(riffSize: UInt32, format: UInt16 = 1, channels: UInt16, rate: UInt32, byteRate: UInt32, blockAlign: UInt16,
-                       bits: UInt16 = 16, dataSize: UInt32) -> [UInt8] {
-        func le32(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
+    static func header(
+        riffSize: UInt32, format: UInt16 = 1, channels: UInt16, rate: UInt32, byteRate: UInt32, blockAlign: UInt16,
+        bits: UInt16 = 16, dataSize: UInt32
+    ) -> [UInt8] {
+        func le32(_ v: UInt32) -> [UInt8] {
+            [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)]
+        }
         func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
         return Array("RIFF".utf8) + le32(riffSize) + Array("WAVE".utf8)
-            + Array("fmt ".utf8) + le32(16) + le16(format) + le16(channels) + le32(rate) + le32(byteRate) + le16(blockAlign) + le16(bits)
+            + Array("fmt ".utf8) + le32(16) + le16(format) + le16(channels) + le32(rate) + le32(byteRate)
+            + le16(blockAlign) + le16(bits)
             + Array("data".utf8) + le32(dataSize)
     }
 
     /// A mono 8 kHz WAV header for `dataSize` bytes, then `payload` as it is.
-    static func mono(dataSize: UInt32, payload: [UInt8], format: UInt16 = 1, channels: UInt16 = 1, rate: UInt32 = 8000, bits: UInt16 = 16) -> Data {
-        Data(header(riffSize: 36 + UInt32(payload.count), format: format, channels: channels, rate: rate, byteRate: rate * UInt32(channels) * 2,
-                    blockAlign: channels * 2, bits: bits, dataSize: dataSize) + payload)
+    static func mono(
+        dataSize: UInt32, payload: [UInt8], format: UInt16 = 1, channels: UInt16 = 1, rate: UInt32 = 8000,
+        bits: UInt16 = 16
+    ) -> Data {
+        Data(
+            header(
+                riffSize: 36 + UInt32(payload.count), format: format, channels: channels, rate: rate,
+                byteRate: rate * UInt32(channels) * 2,
+                blockAlign: channels * 2, bits: bits, dataSize: dataSize) + payload)
     }
 
     @Test func pcm16WritesTheExactHeaderAndClippedRoundedSamples() {
         // Stereo 8 kHz, four frames: silence, full scale, beyond full scale, halves, and a value
         // that rounds up (0.00011 · 32767 = 3.6 → 4, where truncation would give 3).
-        let wav = WAVData.pcm16([0, 1, -1, 2, -2, 0.5, -0.5, 0.00011], format: AudioFormat(sampleRate: 8000, channels: 2))
-        let expected = Self.header(riffSize: 36 + 16, channels: 2, rate: 8000, byteRate: 32000, blockAlign: 4, dataSize: 16) + [
-            0x00, 0x00, // 0
-            0xFF, 0x7F, // 1.0 → 32767
-            0x01, 0x80, // -1.0 → -32767
-            0xFF, 0x7F, // 2.0 clips to 32767
-            0x00, 0x80, // -2.0 clips to -32768
-            0x00, 0x40, // 0.5 → 16383.5 rounds away from zero to 16384
-            0x00, 0xC0, // -0.5 → -16384
-            0x04, 0x00, // 0.00011 → 4
-        ]
+        let wav = WAVData.pcm16(
+            [0, 1, -1, 2, -2, 0.5, -0.5, 0.00011], format: AudioFormat(sampleRate: 8000, channels: 2))
+        let expected =
+            Self.header(riffSize: 36 + 16, channels: 2, rate: 8000, byteRate: 32000, blockAlign: 4, dataSize: 16) + [
+                0x00, 0x00,  // 0
+                0xFF, 0x7F,  // 1.0 → 32767
+                0x01, 0x80,  // -1.0 → -32767
+                0xFF, 0x7F,  // 2.0 clips to 32767
+                0x00, 0x80,  // -2.0 clips to -32768
+                0x00, 0x40,  // 0.5 → 16383.5 rounds away from zero to 16384
+                0x00, 0xC0,  // -0.5 → -16384
+                0x04, 0x00,  // 0.00011 → 4
+            ]
         #expect([UInt8](wav) == expected)
         // The header fields, read back from the bytes.
         #expect(wav.count == 44 + 16)
-        #expect([UInt8](wav[4..<8]) == [52, 0, 0, 0])        // RIFF size: file size − 8
+        #expect([UInt8](wav[4..<8]) == [52, 0, 0, 0])  // RIFF size: file size − 8
         #expect([UInt8](wav[24..<28]) == [0x40, 0x1F, 0, 0])  // 8000 Hz
         #expect([UInt8](wav[28..<32]) == [0x00, 0x7D, 0, 0])  // byte rate 32000
-        #expect([UInt8](wav[32..<34]) == [4, 0])              // block align: 2 channels · 2 bytes
-        #expect([UInt8](wav[40..<44]) == [16, 0, 0, 0])       // data size
+        #expect([UInt8](wav[32..<34]) == [4, 0])  // block align: 2 channels · 2 bytes
+        #expect([UInt8](wav[40..<44]) == [16, 0, 0, 0])  // data size
     }
 
     @Test func pcm16OfNoSamplesIsAHeaderWithAnEmptyDataChunk() {
         let wav = WAVData.pcm16([], format: AudioFormat(sampleRate: 48000, channels: 1))
-        #expect([UInt8](wav) == Self.header(riffSize: 36, channels: 1, rate: 48000, byteRate: 96000, blockAlign: 2, dataSize: 0))
+        #expect(
+            [UInt8](wav)
+                == Self.header(riffSize: 36, channels: 1, rate: 48000, byteRate: 96000, blockAlign: 2, dataSize: 0))
     }
 
     @Test func pcm16ClipsHugeAndNonFiniteSamplesInsteadOfCrashing() {
         // A float file can hold anything; converting such values to Int used to trap.
-        let wav = WAVData.pcm16([1e30, -1e30, .infinity, -.infinity, .nan], format: AudioFormat(sampleRate: 8000, channels: 1))
+        let wav = WAVData.pcm16(
+            [1e30, -1e30, .infinity, -.infinity, .nan], format: AudioFormat(sampleRate: 8000, channels: 1))
         #expect([UInt8](wav.dropFirst(44)) == [0xFF, 0x7F, 0x00, 0x80, 0xFF, 0x7F, 0x00, 0x80, 0x00, 0x00])
     }
 
@@ -81,7 +97,8 @@ import VoxCore
     @Test func aDataChunkLongerThanTheFileYieldsTheSamplesThatAreThere() throws {
         // Streamed WAVs cannot know their length: they say 0xFFFFFFFF or 0, or the file was cut.
         for size: UInt32 in [1000, 0xFFFF_FFFF, 0] {
-            let decoded = try #require(WAVData.decodePCM16(Self.mono(dataSize: size, payload: [0x00, 0x40, 0x00, 0xC0])), "data size \(size)")
+            let decoded = try #require(
+                WAVData.decodePCM16(Self.mono(dataSize: size, payload: [0x00, 0x40, 0x00, 0xC0])), "data size \(size)")
             #expect(decoded.samples == [0.5, -0.5], "data size \(size)")
         }
         // An odd byte at the end is half a sample: dropped.

@@ -1,8 +1,9 @@
 import CSndFile
 import Foundation
 import Testing
-import VoxTestSupport
 import VoxCore
+import VoxTestSupport
+
 @testable import VoxDecode
 
 @Suite struct DecodeStageTests {
@@ -35,7 +36,9 @@ import VoxCore
     func decodesEveryFormatLibsndfileOpensInBlocks(_ c: Case) async throws {
         let url = temporaryDirectory().appendingPathComponent("tone.\(c.ext)")
         let signal = sine(rate: 48000, channels: 2, seconds: 1.5)
-        #expect(writeSoundFile(url, format: c.format, rate: 48000, channels: 2, samples: signal), "this libsndfile cannot write \(c.name)")
+        #expect(
+            writeSoundFile(url, format: c.format, rate: 48000, channels: 2, samples: signal),
+            "this libsndfile cannot write \(c.name)")
         let (blocks, stats) = try await decodeBlocks(url, options: ["blockFrames": 4096])
         let samples = blocks.flatMap(\.samples)
         #expect(blocks.allSatisfy { $0.format == AudioFormat(sampleRate: 48000, channels: 2) })
@@ -55,7 +58,10 @@ import VoxCore
     @Test func aContainerLibsndfileLacksIsDecodedThroughFFmpeg() async throws {
         let dir = temporaryDirectory()
         let wav = dir.appendingPathComponent("tone.wav")
-        #expect(writeSoundFile(wav, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 44100, channels: 1, samples: sine(rate: 44100, channels: 1, seconds: 2)))
+        #expect(
+            writeSoundFile(
+                wav, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 44100, channels: 1,
+                samples: sine(rate: 44100, channels: 1, seconds: 2)))
         let m4a = dir.appendingPathComponent("tone.m4a")
         try runTool("ffmpeg", ["-v", "error", "-y", "-i", wav.path, "-c:a", "aac", "-b:a", "96k", m4a.path])
         let (blocks, stats) = try await decodeBlocks(m4a)
@@ -67,7 +73,12 @@ import VoxCore
     }
 
     @Test func withoutFFmpegAnM4aFailsSayingToInstallIt() async throws {
-        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false, reportedSeatsOnly: false, sidecar: .optional, windowSeconds: 300, debounceSeconds: 10), context: StageContext(logger: .init(label: "t")))
+        let stage = DecodeStage(
+            id: "decode",
+            configuration: .init(
+                blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false,
+                reportedSeatsOnly: false, sidecar: .optional, windowSeconds: 300, debounceSeconds: 10),
+            context: StageContext(logger: .init(label: "t")))
         let url = temporaryDirectory().appendingPathComponent("x.m4a")
         // A real m4a header (size, "ftyp", "M4A "), then bytes no decoder gets to see.
         try (Data([0, 0, 0, 0x1C]) + Data("ftypM4A ".utf8) + Data(repeating: 7, count: 1000)).write(to: url)
@@ -89,10 +100,18 @@ import VoxCore
         let url = dir.appendingPathComponent("x.m4a")
         try (Data([0, 0, 0, 0x1C]) + Data("ftypM4A ".utf8) + Data(repeating: 7, count: 1000)).write(to: url)
         let ffprobe = dir.appendingPathComponent("ffprobe"), ffmpeg = dir.appendingPathComponent("ffmpeg")
-        try Data("#!/bin/sh\ncat '\(fuzzRegression("decode", "ffprobe-duration-beyond-64-bits.txt").path)'\n".utf8).write(to: ffprobe)
+        try Data("#!/bin/sh\ncat '\(fuzzRegression("decode", "ffprobe-duration-beyond-64-bits.txt").path)'\n".utf8)
+            .write(to: ffprobe)
         try Data("#!/bin/sh\nexit 0\n".utf8).write(to: ffmpeg)
-        for tool in [ffprobe, ffmpeg] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tool.path) }
-        let stage = DecodeStage(id: "decode", configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false, reportedSeatsOnly: false, sidecar: .optional, windowSeconds: 300, debounceSeconds: 10), context: StageContext(logger: .init(label: "t")))
+        for tool in [ffprobe, ffmpeg] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tool.path)
+        }
+        let stage = DecodeStage(
+            id: "decode",
+            configuration: .init(
+                blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false,
+                reportedSeatsOnly: false, sidecar: .optional, windowSeconds: 300, debounceSeconds: 10),
+            context: StageContext(logger: .init(label: "t")))
         let source = try stage.open(url, tools: (ffmpeg, ffprobe))
         #expect(source.format == AudioFormat(sampleRate: 768000, channels: 1))
         #expect(source.frames == nil)
@@ -106,10 +125,14 @@ import VoxCore
         let (blocks, _) = try await decodeBlocks(fuzzRegression("decode", "float-samples-beyond-16-bits.wav"))
         let samples = blocks.flatMap(\.samples)
         #expect(samples.contains { $0 > 1e30 })
-        let wav = try #require(WAVData.decodePCM16(WAVData.pcm16(samples, format: AudioFormat(sampleRate: 8000, channels: 1))))
+        let wav = try #require(
+            WAVData.decodePCM16(WAVData.pcm16(samples, format: AudioFormat(sampleRate: 8000, channels: 1))))
         #expect(wav.samples.count == samples.count)
         #expect(wav.samples.max() == Float(32767) / 32768)
-        #expect([Float.nan, .infinity, -.infinity, 7e31, -7e31, 0.5].map(WAVData.int16) == [0, 32767, -32768, 32767, -32768, 16384])
+        #expect(
+            [Float.nan, .infinity, -.infinity, 7e31, -7e31, 0.5].map(WAVData.int16) == [
+                0, 32767, -32768, 32767, -32768, 16384,
+            ])
     }
 
     @Test func anEmptyFileIsAnItemError() async throws {
@@ -122,7 +145,11 @@ import VoxCore
     @Test func filesThatAreNotAudioSayWhatIsWrongWithThem() async throws {
         let dir = temporaryDirectory()
         var random: UInt64 = 1
-        let noise = Data((0..<2000).map { _ -> UInt8 in random = random &* 6364136223846793005 &+ 1; return UInt8(truncatingIfNeeded: random >> 56) | 0x80 })
+        let noise = Data(
+            (0..<2000).map { _ -> UInt8 in
+                random = random &* 6364136223846793005 &+ 1
+                return UInt8(truncatingIfNeeded: random >> 56) | 0x80
+            })
         let cases: [(String, Data, String)] = [
             ("notes.mp3", Data("These are my notes, not audio.\n".utf8), "not an audio file: it holds text"),
             ("notes.flac", Data("hello world, not audio".utf8), "not an audio file: it holds text"),
@@ -162,8 +189,14 @@ import VoxCore
 
     @Test func tooManyChannelsIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("three.wav")
-        #expect(writeSoundFile(url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 3, samples: [Float](repeating: 0, count: 300)))
-        do { _ = try await decodeBlocks(url, options: ["maxChannels": 2]); Issue.record("expected an error") } catch {
+        #expect(
+            writeSoundFile(
+                url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 3,
+                samples: [Float](repeating: 0, count: 300)))
+        do {
+            _ = try await decodeBlocks(url, options: ["maxChannels": 2])
+            Issue.record("expected an error")
+        } catch {
             #expect("\(error)" == "3 channels is more than maxChannels (2)")
         }
     }
@@ -171,7 +204,10 @@ import VoxCore
     @Test func aSampleRateOutsideTheGuardIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("fast.wav")
         try wavHeader(channels: 1, rate: 1_000_000, dataBytes: 200).write(to: url)
-        do { _ = try await decodeBlocks(url); Issue.record("expected an error") } catch {
+        do {
+            _ = try await decodeBlocks(url)
+            Issue.record("expected an error")
+        } catch {
             #expect("\(error)" == "sample rate 1000000 Hz is outside 1 Hz…768 kHz")
         }
     }
@@ -184,8 +220,14 @@ import VoxCore
 
     @Test func anAbsurdLengthIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("long.wav")
-        #expect(writeSoundFile(url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 1, samples: [Float](repeating: 0, count: 80000)))
-        do { _ = try await decodeBlocks(url, options: ["maxHours": 0.001]); Issue.record("expected an error") } catch {
+        #expect(
+            writeSoundFile(
+                url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 1,
+                samples: [Float](repeating: 0, count: 80000)))
+        do {
+            _ = try await decodeBlocks(url, options: ["maxHours": 0.001])
+            Issue.record("expected an error")
+        } catch {
             #expect("\(error)" == "the file declares 0.0 hours of audio, more than maxHours (0.001)")
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoxCore
 import VoxTestSupport
+
 @testable import VoxHTTP
 
 /// The fault matrix, against a real server on 127.0.0.1.
@@ -13,7 +14,10 @@ import VoxTestSupport
     func settings(_ extra: [String: JSONValue] = [:]) -> HTTPSettings {
         var values: [String: JSONValue] = ["baseURL": .string(server.baseURL), "backoff": 0.2, "maxRetries": 3]
         values.merge(extra) { $1 }
-        return HTTPSettings(StageOptions(stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values, specs: HTTPSettings.options), environment: [:])
+        return HTTPSettings(
+            StageOptions(
+                stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
+                specs: HTTPSettings.options), environment: [:])
     }
 
     /// A client over libcurl whose waits go by a manual clock (recorded, never slept) and whose
@@ -40,7 +44,10 @@ import VoxTestSupport
     }
 
     @Test func serverErrorsAreRetriedWithExponentialBackoffAndFullJitter() async throws {
-        try server.inject([["path": "/v1/models", "kind": "status", "status": 500, "count": 1], ["path": "/v1/models", "kind": "status", "status": 503, "count": 1]])
+        try server.inject([
+            ["path": "/v1/models", "kind": "status", "status": 500, "count": 1],
+            ["path": "/v1/models", "kind": "status", "status": 503, "count": 1],
+        ])
         let clock = ManualClock()
         #expect(try await get(client(settings(), clock: clock)).status == 200)
         // Jitter fixed at 0.5: half of 0.2 s, then half of 0.4 s.
@@ -77,7 +84,9 @@ import VoxTestSupport
         let connection = try OpenAIConnection(settings: settings(), context: testContext())
         let response = try await connection.postJSON("chat/completions", ["model": "m", "messages": []])
         #expect(throws: HTTPError.self) { try OpenAIConnection.object(response) }
-        do { _ = try OpenAIConnection.object(response) } catch let e as HTTPError { #expect(e.message == "the server's answer is not a JSON object: <html>not json</html>") }
+        do { _ = try OpenAIConnection.object(response) } catch let e as HTTPError {
+            #expect(e.message == "the server's answer is not a JSON object: <html>not json</html>")
+        }
     }
 
     @Test func a401IsNotRetriedAndTheKeyNeverShows() async throws {
@@ -115,7 +124,11 @@ import VoxTestSupport
 
     @Test func theBaseURLComesFromTheSpecElseTheEnvironmentElseOpenAI() {
         func base(_ values: [String: JSONValue], _ env: [String: String]) -> String {
-            HTTPSettings(StageOptions(stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values, specs: HTTPSettings.options), environment: env).baseURL
+            HTTPSettings(
+                StageOptions(
+                    stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
+                    specs: HTTPSettings.options), environment: env
+            ).baseURL
         }
         #expect(base(["baseURL": "http://a/v1/"], ["OPENAI_BASE_URL": "http://b/v1"]) == "http://a/v1")
         #expect(base([:], ["OPENAI_BASE_URL": "http://b/v1"]) == "http://b/v1")
@@ -128,32 +141,46 @@ import VoxTestSupport
     func settings(_ extra: [String: JSONValue] = [:]) -> HTTPSettings {
         var values: [String: JSONValue] = ["baseURL": "http://127.0.0.1:9/v1", "backoff": 1, "maxRetries": 3]
         values.merge(extra) { $1 }
-        return HTTPSettings(StageOptions(stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values, specs: HTTPSettings.options), environment: [:])
+        return HTTPSettings(
+            StageOptions(
+                stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
+                specs: HTTPSettings.options), environment: [:])
     }
 
-    func send(_ script: [ScriptedTransport.Step], _ settings: HTTPSettings, clock: ManualClock = ManualClock()) async throws -> (HTTPResponse, ScriptedTransport) {
+    func send(
+        _ script: [ScriptedTransport.Step], _ settings: HTTPSettings, clock: ManualClock = ManualClock()
+    ) async throws -> (HTTPResponse, ScriptedTransport) {
         let transport = ScriptedTransport(script, clock: clock)
-        let client = HTTPClient(settings: settings, apiKey: "sk-x", recording: nil, transport: transport, clock: clock, random: { 0.5 })
+        let client = HTTPClient(
+            settings: settings, apiKey: "sk-x", recording: nil, transport: transport, clock: clock, random: { 0.5 })
         return (try await client.send(HTTPRequest(method: "GET", url: client.url("models"))), transport)
     }
 
     @Test func aBrokenConnectionIsRetriedWithBackoffThenSucceeds() async throws {
         let clock = ManualClock()
-        let (response, transport) = try await send([.fail(HTTPError(.connection, "reset")), .fail(HTTPError(.timeout, "slow")), .respond(ScriptedTransport.models)],
-                                                   settings(), clock: clock)
+        let (response, transport) = try await send(
+            [
+                .fail(HTTPError(.connection, "reset")), .fail(HTTPError(.timeout, "slow")),
+                .respond(ScriptedTransport.models),
+            ],
+            settings(), clock: clock)
         #expect(response.status == 200)
         #expect(clock.sleeps == [0.5, 1.0])
         #expect(transport.requests.map(\.time) == [1000, 1000.5, 1001.5])
         // The key and the provider's limits go with every attempt.
-        #expect(transport.requests.allSatisfy { $0.header("authorization") == "Bearer sk-x" && $0.request.connectTimeout == settings().connectTimeout })
+        #expect(
+            transport.requests.allSatisfy {
+                $0.header("authorization") == "Bearer sk-x" && $0.request.connectTimeout == settings().connectTimeout
+            })
     }
 
     @Test func backoffIsCappedAndRetryAfterWins() async throws {
         let clock = ManualClock()
         let busy = ScriptedTransport.json(503, #"{"error":{"message":"busy"}}"#)
         let limited = ScriptedTransport.json(429, #"{"error":{"message":"slow down"}}"#, headers: ["retry-after": "7"])
-        _ = try await send([.respond(busy), .respond(busy), .respond(busy), .respond(limited), .respond(ScriptedTransport.models)],
-                           settings(["maxRetries": 5, "backoff": 10]), clock: clock)
+        _ = try await send(
+            [.respond(busy), .respond(busy), .respond(busy), .respond(limited), .respond(ScriptedTransport.models)],
+            settings(["maxRetries": 5, "backoff": 10]), clock: clock)
         // Half of 10, 20, then of the 30-s cap (not 40); then the server's own 7 s.
         #expect(clock.sleeps == [5, 10, 15, 7])
     }
@@ -161,7 +188,9 @@ import VoxTestSupport
     @Test func aClientErrorIsNotRetriedAndGivesTheServersMessage() async throws {
         let clock = ManualClock()
         await #expect(throws: HTTPError(.status(400), "the server answered 400: bad field")) {
-            _ = try await send([.respond(ScriptedTransport.json(400, #"{"error":{"message":"bad field"}}"#))], settings(), clock: clock)
+            _ = try await send(
+                [.respond(ScriptedTransport.json(400, #"{"error":{"message":"bad field"}}"#))], settings(), clock: clock
+            )
         }
         #expect(clock.sleeps.isEmpty)
     }

@@ -2,12 +2,16 @@ import Foundation
 import Testing
 import VoxCore
 import VoxTestSupport
+
 @testable import VoxReply
 
 @Suite struct RulesProviderTests {
     func transcript(_ text: String, index: Int = 0) -> Transcript {
-        Transcript(chunk: AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: Double(index), end: Double(index) + 1, index: index, cut: .voice),
-                   text: text, words: [], language: "de", provider: "test", model: nil)
+        Transcript(
+            chunk: AudioChunk(
+                format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: Double(index),
+                end: Double(index) + 1, index: index, cut: .voice),
+            text: text, words: [], language: "de", provider: "test", model: nil)
     }
 
     func rulesFile(_ json: String) throws -> URL {
@@ -17,20 +21,25 @@ import VoxTestSupport
     }
 
     func replies(_ rules: URL, _ texts: [String]) async throws -> [Reply] {
-        let harness = try StageHarness(ReplyStage.self, options: ["provider": ["name": "rules", "rules": .string(rules.path)]])
+        let harness = try StageHarness(
+            ReplyStage.self, options: ["provider": ["name": "rules", "rules": .string(rules.path)]])
         return try await harness.run(texts.enumerated().map { transcript($1, index: $0) }, commit: false).outputs
     }
 
     let sample = #"""
-    {"rules": [
-      {"pattern": "\\bmy name is (\\w+)", "replies": ["Freut mich, {1}! (turn {turn})"]},
-      {"pattern": "hallo|hello", "replies": ["Hallo!", "Hallo noch einmal!"]}
-    ], "fallback": ["Wie bitte? Du sagtest: {text}"]}
-    """#
+        {"rules": [
+          {"pattern": "\\bmy name is (\\w+)", "replies": ["Freut mich, {1}! (turn {turn})"]},
+          {"pattern": "hallo|hello", "replies": ["Hallo!", "Hallo noch einmal!"]}
+        ], "fallback": ["Wie bitte? Du sagtest: {text}"]}
+        """#
 
     @Test func theFirstMatchingRuleAnswersWithCapturesAndTurnFilledIn() async throws {
-        let out = try await replies(try rulesFile(sample), ["well MY NAME IS Anna", "Hello there", "", "hallo", "something else"])
-        #expect(out.map(\.text) == ["Freut mich, Anna! (turn 1)", "Hallo noch einmal!", "Hallo!", "Wie bitte? Du sagtest: something else"])
+        let out = try await replies(
+            try rulesFile(sample), ["well MY NAME IS Anna", "Hello there", "", "hallo", "something else"])
+        #expect(
+            out.map(\.text) == [
+                "Freut mich, Anna! (turn 1)", "Hallo noch einmal!", "Hallo!", "Wie bitte? Du sagtest: something else",
+            ])
         #expect(out.map(\.transcript.chunk.index) == [0, 1, 3, 4])
     }
 
@@ -41,18 +50,21 @@ import VoxTestSupport
     }
 
     @Test func caseSensitivityCanBeTurnedOn() async throws {
-        let url = try rulesFile(#"{"caseSensitive": true, "rules": [{"pattern": "Hallo", "replies": ["ja"]}], "fallback": ["nein"]}"#)
+        let url = try rulesFile(
+            #"{"caseSensitive": true, "rules": [{"pattern": "Hallo", "replies": ["ja"]}], "fallback": ["nein"]}"#)
         #expect(try await replies(url, ["hallo", "Hallo"]).map(\.text) == ["nein", "ja"])
     }
 
     @Test func anInvalidRegularExpressionNamesFileEntryAndReason() throws {
-        let url = try rulesFile(#"{"rules": [{"pattern": "ok", "replies": ["a"]}, {"pattern": "(unclosed", "replies": ["b"]}]}"#)
+        let url = try rulesFile(
+            #"{"rules": [{"pattern": "ok", "replies": ["a"]}, {"pattern": "(unclosed", "replies": ["b"]}]}"#)
         do {
             _ = try RulesProvider(url: url)
             Issue.record("expected an error")
         } catch let error as VoxError {
             #expect(error.code == .invalidSpec)
-            #expect(error.message.hasPrefix("\(url.path): rules[1].pattern: invalid regular expression \"(unclosed\": "))
+            #expect(
+                error.message.hasPrefix("\(url.path): rules[1].pattern: invalid regular expression \"(unclosed\": "))
         }
     }
 
@@ -60,15 +72,21 @@ import VoxTestSupport
         let broken = try rulesFile("{ \"rules\": [ ")
         #expect(throws: VoxError.self) { try RulesProvider(url: broken) }
         let missing = try rulesFile(#"{"rules": [{"pattern": "x"}]}"#)
-        #expect(throws: VoxError(.invalidSpec, "\(missing.path): rules[0].replies: missing")) { try RulesProvider(url: missing) }
+        #expect(throws: VoxError(.invalidSpec, "\(missing.path): rules[0].replies: missing")) {
+            try RulesProvider(url: missing)
+        }
         let badTemplate = try rulesFile(#"{"rules": [{"pattern": "x", "replies": ["{2}"]}]}"#)
-        #expect(throws: VoxError(.invalidSpec, "\(badTemplate.path): rules[0].replies[0]: {2} but the pattern has 0 groups")) { try RulesProvider(url: badTemplate) }
+        #expect(
+            throws: VoxError(.invalidSpec, "\(badTemplate.path): rules[0].replies[0]: {2} but the pattern has 0 groups")
+        ) { try RulesProvider(url: badTemplate) }
         #expect(throws: VoxError.self) { try RulesProvider(url: URL(fileURLWithPath: "/nonexistent/rules.json")) }
     }
 
     @Test func theShippedTutorRulesAnswerLikeAFriendlyTutor() async throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Pipelines/tutor-rules.json")
-        let out = try await replies(url, ["Guten Morgen", "wie geht es dir", "noch einmal bitte", "sehr gut danke", "ich heiße Lena", "xyz"])
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Pipelines/tutor-rules.json")
+        let out = try await replies(
+            url, ["Guten Morgen", "wie geht es dir", "noch einmal bitte", "sehr gut danke", "ich heiße Lena", "xyz"])
         #expect(out[0].text.hasPrefix("Hallo!"))
         #expect(out[1].text.contains("Mir geht es gut") || out[1].text.contains("Danke, sehr gut"))
         #expect(out[2].text.contains("noch einmal") || out[2].text.contains("Noch einmal"))
@@ -80,13 +98,18 @@ import VoxTestSupport
 
 @Suite struct OpenAIReplierTests {
     func transcript(_ text: String) -> Transcript {
-        Transcript(chunk: AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 1, index: 0, cut: .voice),
-                   text: text, words: [], language: "de", provider: "test", model: nil)
+        Transcript(
+            chunk: AudioChunk(
+                format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 1, index: 0,
+                cut: .voice),
+            text: text, words: [], language: "de", provider: "test", model: nil)
     }
 
     @Test func theSystemPromptAndTheLastTurnsOfTheLessonGoAsHistory() throws {
-        let options = StageOptions(stageID: "tutor", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
-                                   values: ["systemPrompt": "Du bist Lehrer.", "memory": 2, "baseURL": "http://127.0.0.1:9/v1"], specs: OpenAIReplier.options)
+        let options = StageOptions(
+            stageID: "tutor", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
+            values: ["systemPrompt": "Du bist Lehrer.", "memory": 2, "baseURL": "http://127.0.0.1:9/v1"],
+            specs: OpenAIReplier.options)
         let replier = try OpenAIReplier(settings: try OpenAIReplier.settings(options), context: testContext())
         let history = (1...3).map { ConversationTurn(user: "u\($0)", assistant: "a\($0)") }
         let messages = replier.messages(for: transcript("jetzt"), history: history)
@@ -95,8 +118,9 @@ import VoxTestSupport
     }
 
     @Test func aPromptInlineAndFromAFileIsASpecError() throws {
-        let options = StageOptions(stageID: "tutor", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
-                                   values: ["systemPrompt": "x", "systemPromptFile": "/etc/hostname"], specs: OpenAIReplier.options)
+        let options = StageOptions(
+            stageID: "tutor", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
+            values: ["systemPrompt": "x", "systemPromptFile": "/etc/hostname"], specs: OpenAIReplier.options)
         #expect(throws: VoxError.self) { try OpenAIReplier.settings(options) }
     }
 }

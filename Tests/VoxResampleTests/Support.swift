@@ -1,14 +1,13 @@
 import Foundation
-import VoxTestSupport
 import VoxCore
 import VoxDecode
 import VoxResample
-
-
-
+import VoxTestSupport
 
 /// Runs the resample stage alone over blocks of `blockFrames`.
-func resample(_ samples: [Float], format: AudioFormat, options: [String: JSONValue], blockFrames: Int = 4096) async throws -> [AudioBlock] {
+func resample(
+    _ samples: [Float], format: AudioFormat, options: [String: JSONValue], blockFrames: Int = 4096
+) async throws -> [AudioBlock] {
     let harness = try StageHarness(ResampleStage.self, options: options)
     return try await harness.run(blocks(samples, format: format, blockFrames: blockFrames), commit: false).outputs
 }
@@ -22,7 +21,8 @@ func lowPass(_ x: [Float], cutoff: Double, rate: Double, taps: Int = 255) -> [Fl
     for i in 0..<taps {
         let n = Double(i - m / 2)
         let sinc = n == 0 ? 2 * fc : sin(2 * Double.pi * fc * n) / (Double.pi * n)
-        let w = 0.42 - 0.5 * cos(2 * Double.pi * Double(i) / Double(m)) + 0.08 * cos(4 * Double.pi * Double(i) / Double(m))
+        let w =
+            0.42 - 0.5 * cos(2 * Double.pi * Double(i) / Double(m)) + 0.08 * cos(4 * Double.pi * Double(i) / Double(m))
         h[i] = Float(sinc * w)
         sum += h[i]
     }

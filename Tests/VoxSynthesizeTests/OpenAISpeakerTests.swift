@@ -3,6 +3,7 @@ import Testing
 import VoxCore
 import VoxHTTP
 import VoxTestSupport
+
 @testable import VoxSynthesize
 
 /// The OpenAI speaker's requests and how it reads answers (raw PCM and WAV), over a scripted
@@ -11,22 +12,37 @@ import VoxTestSupport
     func speaker(_ answers: [HTTPResponse], format: String) throws -> (OpenAISpeaker, ScriptedTransport) {
         let clock = ManualClock()
         let transport = ScriptedTransport(answers.map { .respond($0) }, clock: clock)
-        let values: [String: JSONValue] = ["baseURL": "http://127.0.0.1:9/v1", "apiKeyEnv": "VOXPIPE_TEST_UNSET_KEY", "format": .string(format), "voice": "nova"]
-        let settings = OpenAISpeaker.settings(StageOptions(stageID: "tts", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values, specs: OpenAISpeaker.options))
-        return (try OpenAISpeaker(settings: settings, context: testContext(transport: transport, clock: clock)), transport)
+        let values: [String: JSONValue] = [
+            "baseURL": "http://127.0.0.1:9/v1", "apiKeyEnv": "VOXPIPE_TEST_UNSET_KEY", "format": .string(format),
+            "voice": "nova",
+        ]
+        let settings = OpenAISpeaker.settings(
+            StageOptions(
+                stageID: "tts", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
+                specs: OpenAISpeaker.options))
+        return (
+            try OpenAISpeaker(settings: settings, context: testContext(transport: transport, clock: clock)), transport
+        )
     }
 
-    func audio(_ body: Data) -> HTTPResponse { HTTPResponse(status: 200, headers: ["content-type": "audio/wav"], body: body) }
+    func audio(_ body: Data) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: ["content-type": "audio/wav"], body: body)
+    }
 
     @Test func rawPCMIsTwentyFourKilohertzMonoLittleEndian() async throws {
         var pcm = Data()
-        for value: Int16 in [0, 16384, -16384, 32767] { withUnsafeBytes(of: value.littleEndian) { pcm.append(contentsOf: $0) } }
+        for value: Int16 in [0, 16384, -16384, 32767] {
+            withUnsafeBytes(of: value.littleEndian) { pcm.append(contentsOf: $0) }
+        }
         let (tts, transport) = try speaker([audio(pcm)], format: "pcm")
         let (format, samples) = try await tts.synthesize("Hallo.")
         #expect(format == AudioFormat(sampleRate: 24000, channels: 1))
         #expect(samples == [0, 0.5, -0.5, Float(32767) / 32768])
-        let body = try #require(JSONSerialization.jsonObject(with: transport.requests[0].request.body) as? [String: Any])
-        #expect(body["input"] as? String == "Hallo." && body["voice"] as? String == "nova" && body["response_format"] as? String == "pcm")
+        let body = try #require(
+            JSONSerialization.jsonObject(with: transport.requests[0].request.body) as? [String: Any])
+        #expect(
+            body["input"] as? String == "Hallo." && body["voice"] as? String == "nova"
+                && body["response_format"] as? String == "pcm")
     }
 
     @Test func aWAVAnswerKeepsTheServersRateAndLongTextGoesInPieces() async throws {
@@ -40,6 +56,8 @@ import VoxTestSupport
 
     @Test func anAnswerThatIsNotWAVIsAnError() async throws {
         let (tts, _) = try speaker([audio(Data("<html>oops</html>".utf8))], format: "wav")
-        await #expect(throws: HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (17 bytes)")) { _ = try await tts.synthesize("Hallo.") }
+        await #expect(throws: HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (17 bytes)")) {
+            _ = try await tts.synthesize("Hallo.")
+        }
     }
 }

@@ -3,22 +3,31 @@ import Testing
 import VoxCore
 import VoxResample
 import VoxTestSupport
+
 @testable import VoxSynthesize
 @testable import VoxTranscribe
 
 @Suite(.serialized) struct SynthesizeStageTests {
     func reply(_ text: String, index: Int = 0) -> Reply {
-        let chunk = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 2, end: 3, index: index, cut: .voice)
-        return Reply(transcript: Transcript(chunk: chunk, text: "…", words: [], language: "de", provider: "test", model: nil), text: text)
+        let chunk = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 2, end: 3, index: index,
+            cut: .voice)
+        return Reply(
+            transcript: Transcript(chunk: chunk, text: "…", words: [], language: "de", provider: "test", model: nil),
+            text: text)
     }
 
     func speak(_ texts: [String], voice: String = "en-us", rate: Int = 175) async throws -> [Speech] {
-        let harness = try StageHarness(SynthesizeStage.self, options: ["provider": ["name": "espeak-ng", "voice": .string(voice), "rate": .number(Double(rate))]])
+        let harness = try StageHarness(
+            SynthesizeStage.self,
+            options: ["provider": ["name": "espeak-ng", "voice": .string(voice), "rate": .number(Double(rate))]])
         return try await harness.run(texts.enumerated().map { reply($1, index: $0) }, commit: false).outputs
     }
 
     @Test func speechIsNonSilentAndGrowsWithTheText() async throws {
-        let speech = try await speak(["Hallo.", "Hallo, wie geht es dir heute? Ich lerne seit einem Jahr Deutsch und es macht mir viel Spaß."], voice: "de")
+        let speech = try await speak(
+            ["Hallo.", "Hallo, wie geht es dir heute? Ich lerne seit einem Jahr Deutsch und es macht mir viel Spaß."],
+            voice: "de")
         #expect(speech.count == 2)
         #expect(speech.allSatisfy { $0.audio.format == AudioFormat(sampleRate: 22050, channels: 1) })
         #expect(speech.allSatisfy { rms($0.audio.samples) > 0.02 })
@@ -38,7 +47,10 @@ import VoxTestSupport
     }
 
     @Test func longTextIsSplitAtSentenceEnds() async throws {
-        #expect(TextPieces.sentences("One. Two! Three? Four\nFive", maxCharacters: 600) == ["One.", "Two!", "Three?", "Four", "Five"])
+        #expect(
+            TextPieces.sentences("One. Two! Three? Four\nFive", maxCharacters: 600) == [
+                "One.", "Two!", "Three?", "Four", "Five",
+            ])
         #expect(EspeakProvider.pieces("One. Two! Three? Four\nFive") == ["One. Two! Three? Four Five"])
         let sentences = String(repeating: "This is one sentence of a long reply. ", count: 50)
         let packed = EspeakProvider.pieces(sentences)
@@ -58,7 +70,11 @@ import VoxTestSupport
             Issue.record("expected an error")
         } catch let error as VoxError {
             #expect(error.code == .unavailable)
-            #expect(error.message == "espeak-ng has no voice \"klingon-xx\"; list the voices with `espeak-ng --voices` (or `espeak-ng --voices=de` for one language)")
+            #expect(
+                error.message
+                    == "espeak-ng has no voice \"klingon-xx\"; list the voices with `espeak-ng --voices` (or "
+                    + "`espeak-ng --voices=de` for one language)"
+            )
         }
     }
 
@@ -67,9 +83,13 @@ import VoxTestSupport
     @Test func roundTripThroughTheRecogniserKeepsTheCommand() async throws {
         let speech = try await speak(["stop the music"], rate: 140)
         let chunk = speech[0].audio
-        let resampled = try SoxrRateConversion().converter(channels: 1, from: chunk.format.sampleRate, to: 16000).convertAll(chunk.samples)
-        let audio = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: resampled, start: 0, end: Double(resampled.count) / 16000, index: 0, cut: .whole)
-        let transcripts = try await StageHarness(TranscribeStage.self, options: ["provider": ["name": "pocketsphinx"]]).run([audio], commit: false).outputs
+        let resampled = try SoxrRateConversion().converter(channels: 1, from: chunk.format.sampleRate, to: 16000)
+            .convertAll(chunk.samples)
+        let audio = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: resampled, start: 0,
+            end: Double(resampled.count) / 16000, index: 0, cut: .whole)
+        let transcripts = try await StageHarness(TranscribeStage.self, options: ["provider": ["name": "pocketsphinx"]])
+            .run([audio], commit: false).outputs
         let words = Set(transcripts[0].text.split(separator: " ").map(String.init))
         // pocketsphinx_continuous hears "stop the music" in the same audio; the command word must survive.
         #expect(words.contains("stop"), "heard: \(transcripts[0].text)")

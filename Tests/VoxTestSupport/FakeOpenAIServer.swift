@@ -8,8 +8,10 @@ public final class FakeOpenAIServer: @unchecked Sendable {
     let process: Process
 
     public init(key: String) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/fake_openai.py")
-        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-fake-openai-\(UUID().uuidString).port")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/fake_openai.py")
+        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "voxpipe-fake-openai-\(UUID().uuidString).port")
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script.path, key, portFile.path]
@@ -23,7 +25,10 @@ public final class FakeOpenAIServer: @unchecked Sendable {
             if port == nil { usleep(25_000) }
         }
         try? FileManager.default.removeItem(at: portFile)
-        guard let port else { process.terminate(); throw CocoaError(.fileReadUnknown) }
+        guard let port else {
+            process.terminate()
+            throw CocoaError(.fileReadUnknown)
+        }
         self.port = port
         self.key = key
     }
@@ -53,7 +58,9 @@ public final class FakeOpenAIServer: @unchecked Sendable {
     func call(_ method: String, _ path: String, body: Data? = nil) throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "-s", "-X", method, "http://127.0.0.1:\(port)\(path)"] + (body.map { ["--data-binary", String(decoding: $0, as: UTF8.self)] } ?? [])
+        process.arguments =
+            ["curl", "-s", "-X", method, "http://127.0.0.1:\(port)\(path)"]
+            + (body.map { ["--data-binary", String(decoding: $0, as: UTF8.self)] } ?? [])
         let out = Pipe()
         process.standardOutput = out
         try process.run()

@@ -64,7 +64,8 @@ public final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
     public func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
         let step: Step = lock.withLock {
             sent.append(Sent(request: request, time: clock.now))
-            return script.isEmpty ? .respond(Self.json(500, #"{"error":{"message":"beyond the script"}}"#)) : script.removeFirst()
+            return script.isEmpty
+                ? .respond(Self.json(500, #"{"error":{"message":"beyond the script"}}"#)) : script.removeFirst()
         }
         switch step {
         case .respond(let response): return response
@@ -74,7 +75,9 @@ public final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
 
     /// A response with a JSON body.
     public static func json(_ status: Int, _ body: String, headers: [String: String] = [:]) -> HTTPResponse {
-        HTTPResponse(status: status, headers: headers.merging(["content-type": "application/json"]) { a, _ in a }, body: Data(body.utf8))
+        HTTPResponse(
+            status: status, headers: headers.merging(["content-type": "application/json"]) { a, _ in a },
+            body: Data(body.utf8))
     }
 
     /// `200 {"object":"list","data":[]}`: what `GET /models` answers.

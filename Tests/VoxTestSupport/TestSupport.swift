@@ -27,8 +27,12 @@ public func runTool(_ tool: String, _ arguments: [String]) throws {
 }
 
 /// Decodes a file with the decode stage alone; returns the blocks and what it reported.
-public func decodeBlocks(_ url: URL, options: [String: JSONValue] = [:]) async throws -> (blocks: [AudioBlock], facts: ItemFacts) {
-    let harness = try StageHarness(DecodeStage.self, options: options, item: InputFile(url: url, relativePath: url.lastPathComponent, outputName: "x"))
+public func decodeBlocks(
+    _ url: URL, options: [String: JSONValue] = [:]
+) async throws -> (blocks: [AudioBlock], facts: ItemFacts) {
+    let harness = try StageHarness(
+        DecodeStage.self, options: options,
+        item: InputFile(url: url, relativePath: url.lastPathComponent, outputName: "x"))
     let (blocks, facts) = try await harness.run([harness.item], commit: false)
     return (blocks, facts)
 }
@@ -46,7 +50,10 @@ public func blocks(_ samples: [Float], format: AudioFormat, blockFrames: Int = 4
     var f = 0
     while f < frames {
         let n = min(blockFrames, frames - f)
-        out.append(AudioBlock(format: format, samples: Array(samples[f * format.channels..<(f + n) * format.channels]), frameOffset: Int64(f)))
+        out.append(
+            AudioBlock(
+                format: format, samples: Array(samples[f * format.channels..<(f + n) * format.channels]),
+                frameOffset: Int64(f)))
         f += n
     }
     return out
@@ -60,7 +67,8 @@ public func espeak(_ text: String, voice: String = "en-us", into dir: URL) throw
 }
 
 /// A sine of `seconds` at `amplitude`, interleaved over `channels`.
-public func sine(rate: Int, channels: Int, seconds: Double, frequency: Double = 440, amplitude: Float = 0.5) -> [Float] {
+public func sine(rate: Int, channels: Int, seconds: Double, frequency: Double = 440, amplitude: Float = 0.5) -> [Float]
+{
     let frames = Int(Double(rate) * seconds)
     var out = [Float](repeating: 0, count: frames * channels)
     for f in 0..<frames {

@@ -3,36 +3,57 @@ import Testing
 import VoxCore
 import VoxHTTP
 import VoxTestSupport
+
 @testable import VoxTranscribe
 
 /// The OpenAI transcriber's requests and how it reads answers, over a scripted transport (the
 /// wire itself is tested against the loopback server in voxpipeTests).
 @Suite struct OpenAITranscriberTests {
-    func transcriber(_ answers: [HTTPResponse], options: [String: JSONValue] = [:]) throws -> (OpenAITranscriber, ScriptedTransport) {
+    func transcriber(
+        _ answers: [HTTPResponse], options: [String: JSONValue] = [:]
+    ) throws -> (OpenAITranscriber, ScriptedTransport) {
         let clock = ManualClock()
         let transport = ScriptedTransport(answers.map { .respond($0) }, clock: clock)
         var values: [String: JSONValue] = ["baseURL": "http://127.0.0.1:9/v1", "apiKeyEnv": "VOXPIPE_TEST_UNSET_KEY"]
         values.merge(options) { $1 }
-        let settings = OpenAITranscriber.settings(StageOptions(stageID: "asr", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values, specs: OpenAITranscriber.options))
-        return (try OpenAITranscriber(settings: settings, context: testContext(transport: transport, clock: clock)), transport)
+        let settings = OpenAITranscriber.settings(
+            StageOptions(
+                stageID: "asr", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
+                specs: OpenAITranscriber.options))
+        return (
+            try OpenAITranscriber(settings: settings, context: testContext(transport: transport, clock: clock)),
+            transport
+        )
     }
 
     /// One second of 16 kHz mono starting 12.5 s into the file.
-    let chunk = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0.1, count: 16000), start: 12.5, end: 13.5, index: 3, cut: .voice)
+    let chunk = AudioChunk(
+        format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0.1, count: 16000),
+        start: 12.5, end: 13.5, index: 3, cut: .voice)
 
     @Test func aChunkGoesUpAsWAVAndWordTimesComeBackInTheFile() async throws {
-        let answer = ScriptedTransport.json(200, #"{"text":" Guten Morgen. ","language":"german","words":[{"word":"Guten","start":0.1,"end":0.4},{"word":" Morgen.","start":0.5,"end":0.9,"probability":0.8}]}"#)
-        let (asr, transport) = try transcriber([answer], options: ["model": "whisper-large", "prompt": "Deutschstunde"])
+        let answer = ScriptedTransport.json(
+            200,
+            #"{"text":" Guten Morgen. ","language":"german","words":[{"word":"Guten","start":0.1,"end":0.4},"#
+                + #"{"word":" Morgen.","start":0.5,"end":0.9,"probability":0.8}]}"#
+        )
+        let (asr, transport) = try transcriber(
+            [answer], options: ["model": "whisper-large", "prompt": "Deutschstunde"])
         let transcript = try await asr.transcribe(chunk)
         #expect(transcript.text == "Guten Morgen.")
         #expect(transcript.words.map(\.text) == ["Guten", "Morgen."])
         #expect(transcript.words.map(\.start) == [12.6, 13.0] && transcript.words.map(\.end) == [12.9, 13.4])
-        #expect(transcript.words[1].confidence == 0.8 && transcript.language == "german" && transcript.model == "whisper-large")
+        #expect(
+            transcript.words[1].confidence == 0.8 && transcript.language == "german"
+                && transcript.model == "whisper-large")
 
         let request = try #require(transport.requests.first).request
         #expect(request.url == "http://127.0.0.1:9/v1/audio/transcriptions" && request.method == "POST")
         let body = String(decoding: request.body, as: UTF8.self)
-        for field in ["model\"\r\n\r\nwhisper-large", "response_format\"\r\n\r\nverbose_json", "prompt\"\r\n\r\nDeutschstunde", "filename=\"chunk.wav\""] {
+        for field in [
+            "model\"\r\n\r\nwhisper-large", "response_format\"\r\n\r\nverbose_json", "prompt\"\r\n\r\nDeutschstunde",
+            "filename=\"chunk.wav\"",
+        ] {
             #expect(body.contains(field), "missing \(field)")
         }
         // The file part is the chunk as 16-bit WAV: 44-byte header, 2 bytes a sample.
@@ -48,7 +69,9 @@ import VoxTestSupport
 
     @Test func anAnswerWithoutTextIsAnErrorOfTheItem() async throws {
         let (asr, _) = try transcriber([ScriptedTransport.json(200, #"{"words":[]}"#)])
-        await #expect(throws: HTTPError(.invalidResponse, "the transcription has no \"text\"")) { _ = try await asr.transcribe(chunk) }
+        await #expect(throws: HTTPError(.invalidResponse, "the transcription has no \"text\"")) {
+            _ = try await asr.transcribe(chunk)
+        }
         #expect(HTTPFailure.invalidResponse.category == .badInput)
     }
 }

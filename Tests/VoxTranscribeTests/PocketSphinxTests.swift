@@ -1,17 +1,23 @@
 import Foundation
 import Testing
-import VoxTestSupport
 import VoxCore
+import VoxTestSupport
+
 @testable import VoxTranscribe
 
 @Suite struct PocketSphinxTests {
     let recording = InstalledFixture.alsaFrontLeft.url
 
-    func transcribe(_ chunks: [AudioChunk], options: [String: JSONValue] = ["provider": ["name": "pocketsphinx"]]) async throws -> [Transcript] {
+    func transcribe(
+        _ chunks: [AudioChunk], options: [String: JSONValue] = ["provider": ["name": "pocketsphinx"]]
+    ) async throws -> [Transcript] {
         try await StageHarness(TranscribeStage.self, options: options).run(chunks, commit: false).outputs
     }
 
-    @Test(.enabled(if: InstalledFixture.alsaFrontLeft.isPresent, Comment(rawValue: InstalledFixture.alsaFrontLeft.skipReason))) func aRecordedVoiceIsRecognisedWithWordTimesInFileTime() async throws {
+    @Test(
+        .enabled(
+            if: InstalledFixture.alsaFrontLeft.isPresent, Comment(rawValue: InstalledFixture.alsaFrontLeft.skipReason)))
+    func aRecordedVoiceIsRecognisedWithWordTimesInFileTime() async throws {
         // A real recording (alsa-utils): a man saying "front left".
         let chunk = try await chunk16k(recording, start: 12.0)
         let transcripts = try await transcribe([chunk])
@@ -37,14 +43,25 @@ import VoxCore
     }
 
     @Test func aSilentChunkGivesAnEmptyTranscript() async throws {
-        let silence = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0, count: 16000), start: 0, end: 1, index: 0, cut: .window)
-        let tiny = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0, count: 800), start: 1, end: 1.05, index: 1, cut: .window)
+        let silence = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0, count: 16000), start: 0,
+            end: 1, index: 0, cut: .window)
+        let tiny = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0, count: 800), start: 1,
+            end: 1.05, index: 1, cut: .window)
         let transcripts = try await transcribe([silence, tiny])
         #expect(transcripts.map(\.text) == ["", ""])
     }
 
-    @Test(.enabled(if: InstalledFixture.alsaFrontLeft.isPresent, Comment(rawValue: InstalledFixture.alsaFrontLeft.skipReason))) func oneDecoderServesEveryChunkAndItemOfAWorker() async throws {
-        let provider = PocketSphinxProvider(settings: PocketSphinxProvider.settings(StageOptions(stageID: "asr", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"), values: [:], specs: PocketSphinxProvider.options)))
+    @Test(
+        .enabled(
+            if: InstalledFixture.alsaFrontLeft.isPresent, Comment(rawValue: InstalledFixture.alsaFrontLeft.skipReason)))
+    func oneDecoderServesEveryChunkAndItemOfAWorker() async throws {
+        let provider = PocketSphinxProvider(
+            settings: PocketSphinxProvider.settings(
+                StageOptions(
+                    stageID: "asr", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"), values: [:],
+                    specs: PocketSphinxProvider.options)))
         try await provider.prepare()
         let chunk = try await chunk16k(recording)
         var texts: [String] = []
@@ -61,7 +78,10 @@ import VoxCore
 
     @Test func aMissingModelIsUnavailableAtPrepareNamingThePath() async throws {
         do {
-            _ = try await StageHarness(TranscribeStage.self, options: ["provider": ["name": "pocketsphinx", "dictionary": "/nonexistent/words.dict"]]).run([])
+            _ = try await StageHarness(
+                TranscribeStage.self,
+                options: ["provider": ["name": "pocketsphinx", "dictionary": "/nonexistent/words.dict"]]
+            ).run([])
             Issue.record("expected an error")
         } catch let error as VoxError {
             #expect(error.code == .unavailable)
@@ -71,13 +91,20 @@ import VoxCore
 
     @Test func theSpecMustFeedSixteenKilohertzMono() throws {
         #expect(throws: PlanError.self) {
-            let options = StageOptions(stageID: "a", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: ["provider": ["name": "pocketsphinx"]], specs: TranscribeStage.options)
-            _ = try TranscribeStage.outputFormat(try TranscribeStage.configure(options), input: StreamFormat(sampleRate: 48000, channels: 1))
+            let options = StageOptions(
+                stageID: "a", path: "p", baseDirectory: URL(fileURLWithPath: "/"),
+                values: ["provider": ["name": "pocketsphinx"]], specs: TranscribeStage.options)
+            _ = try TranscribeStage.outputFormat(
+                try TranscribeStage.configure(options), input: StreamFormat(sampleRate: 48000, channels: 1))
         }
     }
 
     @Test func anUnknownProviderOptionIsASpecError() {
-        #expect(throws: VoxError.self) { try StageHarness(TranscribeStage.self, options: ["provider": ["name": "pocketsphinx", "beam": 3]]) }
-        #expect(throws: VoxError.self) { try StageHarness(TranscribeStage.self, options: ["provider": ["name": "whisper-magic"]]) }
+        #expect(throws: VoxError.self) {
+            try StageHarness(TranscribeStage.self, options: ["provider": ["name": "pocketsphinx", "beam": 3]])
+        }
+        #expect(throws: VoxError.self) {
+            try StageHarness(TranscribeStage.self, options: ["provider": ["name": "whisper-magic"]])
+        }
     }
 }

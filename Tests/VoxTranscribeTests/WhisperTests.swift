@@ -1,12 +1,16 @@
 import Foundation
 import Testing
-import VoxTestSupport
 import VoxCore
+import VoxTestSupport
+
 @testable import VoxTranscribe
 
 /// Whisper base (installed by `make setup`) on real recordings, espeak-ng speech, silence and
 /// noise. Word assertions carry a WER bound; times are checked in the original file's time.
-@Suite(.serialized, .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))) struct WhisperTests {
+@Suite(
+    .serialized,
+    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+) struct WhisperTests {
     static let librivox = InstalledFixture.librivox.url
     static let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Samples")
@@ -15,21 +19,26 @@ import VoxCore
     func transcribe(_ chunks: [AudioChunk], _ provider: [String: JSONValue] = [:]) async throws -> [Transcript] {
         var block: [String: JSONValue] = ["name": "whisper"]
         for (k, v) in provider { block[k] = v }
-        return try await StageHarness(TranscribeStage.self, options: ["provider": .object(block)]).run(chunks, commit: false).outputs
+        return try await StageHarness(TranscribeStage.self, options: ["provider": .object(block)]).run(
+            chunks, commit: false
+        ).outputs
     }
 
     /// The LibriVox lines of Debian's pocketsphinx-testdata with their reference text.
     static func librivoxLines() throws -> [(url: URL, text: String)] {
-        let lines = try String(contentsOf: librivox.appendingPathComponent("transcription"), encoding: .utf8).split(separator: "\n")
+        let lines = try String(contentsOf: librivox.appendingPathComponent("transcription"), encoding: .utf8).split(
+            separator: "\n")
         return lines.compactMap { line in
             guard let open = line.lastIndex(of: "("), let close = line.lastIndex(of: ")") else { return nil }
             let id = line[line.index(after: open)..<close]
-            let text = line[..<open].replacingOccurrences(of: "<s>", with: "").replacingOccurrences(of: "</s>", with: "")
+            let text = line[..<open].replacingOccurrences(of: "<s>", with: "").replacingOccurrences(
+                of: "</s>", with: "")
             return (librivox.appendingPathComponent("\(id).wav"), text.trimmingCharacters(in: .whitespaces))
         }
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason))) func realReadSpeechFromLibriVoxComesBackWithinTenPercentWER() async throws {
+    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    func realReadSpeechFromLibriVoxComesBackWithinTenPercentWER() async throws {
         let lines = try Self.librivoxLines()
         try #require(lines.count == 5, "pocketsphinx-testdata is installed by make setup")
         var chunks: [AudioChunk] = []
@@ -47,7 +56,9 @@ import VoxCore
         for (t, chunk) in zip(transcripts, chunks) {
             #expect(t.provider == "whisper" && t.model == "base" && t.language == "en")
             #expect(!t.words.isEmpty)
-            #expect(t.words.allSatisfy { $0.start >= chunk.start && $0.end <= chunk.end && $0.start <= $0.end }, "\(t.words)")
+            #expect(
+                t.words.allSatisfy { $0.start >= chunk.start && $0.end <= chunk.end && $0.start <= $0.end },
+                "\(t.words)")
             #expect(zip(t.words, t.words.dropFirst()).allSatisfy { $0.start <= $1.start })
             #expect(t.words.allSatisfy { ($0.confidence ?? -1) > 0 && ($0.confidence ?? 2) <= 1 })
         }
@@ -67,41 +78,54 @@ import VoxCore
     @Test func englishSpeechFromEspeakComesBackWordForWord() async throws {
         let chunk = try await chunk16k(Self.samples.appendingPathComponent("speech-en-22k-mono.wav"))
         let t = try await transcribe([chunk])[0]
-        let wer = wordErrorRate(reference: "The quick brown fox jumps over the lazy dog. Please call me back tomorrow morning.", hypothesis: t.text)
+        let wer = wordErrorRate(
+            reference: "The quick brown fox jumps over the lazy dog. Please call me back tomorrow morning.",
+            hypothesis: t.text)
         #expect(wer <= 0.15, "WER \(wer): \(t.text)")
         #expect(t.language == "en")
     }
 
     @Test func silenceGivesNoTextAndOddChunksDoNotCrash() async throws {
-        let silence = AudioChunk(format: Self.mono16k, samples: [Float](repeating: 0, count: 16000 * 5), start: 0, end: 5, index: 0, cut: .window)
-        let tenth = AudioChunk(format: Self.mono16k, samples: [Float](repeating: 0, count: 1600), start: 5, end: 5.1, index: 1, cut: .window)
-        let tiny = AudioChunk(format: Self.mono16k, samples: [Float](repeating: 0.01, count: 10), start: 5.1, end: 5.1006, index: 2, cut: .window)
+        let silence = AudioChunk(
+            format: Self.mono16k, samples: [Float](repeating: 0, count: 16000 * 5), start: 0, end: 5, index: 0,
+            cut: .window)
+        let tenth = AudioChunk(
+            format: Self.mono16k, samples: [Float](repeating: 0, count: 1600), start: 5, end: 5.1, index: 1,
+            cut: .window)
+        let tiny = AudioChunk(
+            format: Self.mono16k, samples: [Float](repeating: 0.01, count: 10), start: 5.1, end: 5.1006, index: 2,
+            cut: .window)
         var state: UInt64 = 42
         let clipped = (0..<(16000 * 3)).map { _ -> Float in
             state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Float(Int64(bitPattern: state >> 11) % 3 - 1)   // full-scale, clipped noise
+            return Float(Int64(bitPattern: state >> 11) % 3 - 1)  // full-scale, clipped noise
         }
         let noise = AudioChunk(format: Self.mono16k, samples: clipped, start: 6, end: 9, index: 3, cut: .window)
         // Quiet noise (-50 dBFS) and the sine sweep of Samples/, with a language forced: Whisper invents
         // confident German sentences for both unless its no-speech probability is heeded.
-        let hiss = AudioChunk(format: Self.mono16k, samples: clipped.prefix(16000 * 3).map { $0 * 0.003 }, start: 9, end: 12, index: 4, cut: .window)
+        let hiss = AudioChunk(
+            format: Self.mono16k, samples: clipped.prefix(16000 * 3).map { $0 * 0.003 }, start: 9, end: 12, index: 4,
+            cut: .window)
         var tones = try await chunk16k(Self.samples.appendingPathComponent("sweep-8k.aiff"), start: 12)
         tones.index = 5
         let forced = try await transcribe([hiss, tones], ["language": "de"])
         #expect(forced.map(\.text) == ["", ""])
         let transcripts = try await transcribe([silence, tenth, tiny, noise], ["language": "en"])
         #expect(transcripts.count == 4)
-        #expect(transcripts[0].text == "" && transcripts[0].words.isEmpty, "hallucinated on silence: \(transcripts[0].text)")
+        #expect(
+            transcripts[0].text == "" && transcripts[0].words.isEmpty, "hallucinated on silence: \(transcripts[0].text)"
+        )
         #expect(transcripts[1].text == "", "hallucinated on 0.1 s of silence: \(transcripts[1].text)")
         #expect(transcripts[3].words.allSatisfy { $0.start >= 6 && $0.end <= 9 })
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason))) func aFortyFiveSecondChunkIsDecodedInWindowsWithTimesInTheFile() async throws {
+    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    func aFortyFiveSecondChunkIsDecodedInWindowsWithTimesInTheFile() async throws {
         // Speech at 2 s and at 36 s of a 45-s chunk that starts 100 s into the file.
         let lines = try Self.librivoxLines()
         try #require(lines.count == 5)
-        let first = try await chunk16k(lines[1].url).samples      // "he was not an ill disposed young man"
-        let second = try await chunk16k(lines[4].url).samples     // "he might even have been made amiable himself"
+        let first = try await chunk16k(lines[1].url).samples  // "he was not an ill disposed young man"
+        let second = try await chunk16k(lines[4].url).samples  // "he might even have been made amiable himself"
         var samples = [Float](repeating: 0, count: 16000 * 45)
         samples.replaceSubrange((16000 * 2)..<(16000 * 2 + first.count), with: first)
         samples.replaceSubrange((16000 * 36)..<(16000 * 36 + second.count), with: second)
@@ -119,7 +143,9 @@ import VoxCore
         #expect(t.segments.count >= 2, "\(t.segments)")
         #expect(t.segments.first.map { $0.start > 101.9 && $0.end < 106 } == true, "\(t.segments)")
         #expect(t.segments.last.map { $0.start > 135.5 && $0.end <= 145 } == true, "\(t.segments)")
-        #expect(wordErrorRate(reference: lines[1].text + " " + lines[4].text, hypothesis: t.text) <= 0.2, "heard: \(t.text)")
+        #expect(
+            wordErrorRate(reference: lines[1].text + " " + lines[4].text, hypothesis: t.text) <= 0.2, "heard: \(t.text)"
+        )
     }
 
     @Test func theSameInputGivesTheSameTranscriptEveryTime() async throws {
@@ -139,7 +165,10 @@ import VoxCore
     @Test func oneModelServesEveryItemAndAMissingOneIsUnavailable() async throws {
         let base = URL(fileURLWithPath: "/")
         func settings(_ values: [String: JSONValue]) throws -> WhisperProvider.Settings {
-            try WhisperProvider.settings(StageOptions(stageID: "asr", path: "stages[0].provider", baseDirectory: base, values: values, specs: WhisperProvider.options))
+            try WhisperProvider.settings(
+                StageOptions(
+                    stageID: "asr", path: "stages[0].provider", baseDirectory: base, values: values,
+                    specs: WhisperProvider.options))
         }
         let provider = WhisperProvider(settings: try settings(["language": "en"]))
         try await provider.prepare()
@@ -153,7 +182,9 @@ import VoxCore
             try await missing.prepare()
         } catch let error as VoxError {
             #expect(error.code == .unavailable)
-            #expect(error.message.hasPrefix("whisper model 'no-such-model' is not installed (looked in "), "\(error.message)")
+            #expect(
+                error.message.hasPrefix("whisper model 'no-such-model' is not installed (looked in "),
+                "\(error.message)")
         }
         #expect(throws: VoxError.self) { try settings(["language": "klingon"]) }
         let english = WhisperProvider(settings: try settings(["model": "tiny.en", "language": "de"]))
@@ -166,12 +197,16 @@ import VoxCore
         }
         // "Grüße," arrives as " Gr", the two bytes of "ü" split over two tokens, "ße", ",".
         var u = token("", 0.5, 0.6), v = token("", 0.6, 0.7)
-        u.bytes = [0xC3]; v.bytes = [0xBC]
-        let segment = WhisperEngine.Segment(start: 0, end: 2, text: " Grüße, Anna", noSpeechProbability: 0, averageLogprob: -0.1,
-                                            tokens: [token(" Gr", 0.1, 0.5), u, v, token("ße", 0.7, 0.9), token(",", 0.9, 1.0), token(" Anna", 1.2, 1.8)])
+        u.bytes = [0xC3]
+        v.bytes = [0xBC]
+        let segment = WhisperEngine.Segment(
+            start: 0, end: 2, text: " Grüße, Anna", noSpeechProbability: 0, averageLogprob: -0.1,
+            tokens: [
+                token(" Gr", 0.1, 0.5), u, v, token("ße", 0.7, 0.9), token(",", 0.9, 1.0), token(" Anna", 1.2, 1.8),
+            ])
         let words = WhisperProvider.Session.words([segment], offset: 10, end: 11.5)
         #expect(words.map(\.text) == ["Grüße,", "Anna"])
-        #expect(words[0].start == 10.1 && words[0].end == 11.2)   // until the next word starts
-        #expect(words[1].start == 11.2 && words[1].end == 11.5)   // clipped to the chunk's end
+        #expect(words[0].start == 10.1 && words[0].end == 11.2)  // until the next word starts
+        #expect(words[1].start == 11.2 && words[1].end == 11.5)  // clipped to the chunk's end
     }
 }

@@ -1,6 +1,4 @@
 import Foundation
-import VoxTestSupport
 import VoxCore
 import VoxDecode
-
-
+import VoxTestSupport

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-import VoxTestSupport
 import VoxCore
+import VoxTestSupport
+
 @testable import VoxWrite
 
 @Suite struct WriteWAVStageTests {
@@ -9,14 +10,17 @@ import VoxCore
 
     func blocks(_ count: Int, frames: Int = 1000) -> [AudioBlock] {
         (0..<count).map { i in
-            AudioBlock(format: format, samples: (0..<frames * 2).map { Float(($0 + i) % 200) / 400 - 0.25 }, frameOffset: Int64(i * frames))
+            AudioBlock(
+                format: format, samples: (0..<frames * 2).map { Float(($0 + i) % 200) / 400 - 0.25 },
+                frameOffset: Int64(i * frames))
         }
     }
 
     @Test(arguments: ["pcm16", "pcm24", "float32"])
     func aStreamOfBlocksBecomesOneFile(encoding: String) async throws {
         let out = temporaryDirectory()
-        let harness = try StageHarness(WriteWAVStage.self, id: "audio", options: ["encoding": .string(encoding)], outputDirectory: out)
+        let harness = try StageHarness(
+            WriteWAVStage.self, id: "audio", options: ["encoding": .string(encoding)], outputDirectory: out)
         let input = blocks(5)
         let (artifacts, _) = try await harness.run(input)
         #expect(artifacts.map(\.path) == ["item/audio.wav"])
@@ -35,7 +39,8 @@ import VoxCore
         var hashes: [String] = []
         for _ in 0..<2 {
             let out = temporaryDirectory()
-            let (artifacts, _) = try await StageHarness(WriteWAVStage.self, id: "audio", outputDirectory: out).run(blocks(3))
+            let (artifacts, _) = try await StageHarness(WriteWAVStage.self, id: "audio", outputDirectory: out).run(
+                blocks(3))
             hashes.append(artifacts[0].sha256)
             let data = try Data(contentsOf: out.appendingPathComponent("item/audio.wav"))
             #expect(String(decoding: data[0..<4], as: UTF8.self) == "RIFF")
@@ -48,7 +53,8 @@ import VoxCore
 
     @Test func samplesOutsideFullScaleClipInsteadOfWrapping() async throws {
         let out = temporaryDirectory()
-        let block = AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [1.5, -1.5, 0.5], frameOffset: 0)
+        let block = AudioBlock(
+            format: AudioFormat(sampleRate: 8000, channels: 1), samples: [1.5, -1.5, 0.5], frameOffset: 0)
         _ = try await StageHarness(WriteWAVStage.self, id: "audio", outputDirectory: out).run([block])
         let data = try Data(contentsOf: out.appendingPathComponent("item/audio.wav"))
         let values = data[44...].withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.map(Int16.init(littleEndian:))
@@ -60,7 +66,11 @@ import VoxCore
     @Test func chunksBecomeNumberedFiles() async throws {
         let out = temporaryDirectory()
         let mono = AudioFormat(sampleRate: 8000, channels: 1)
-        let chunks = (0..<3).map { AudioChunk(format: mono, samples: [Float](repeating: 0.1, count: 800 * ($0 + 1)), start: Double($0), end: Double($0) + 0.1, index: $0, cut: .window) }
+        let chunks = (0..<3).map {
+            AudioChunk(
+                format: mono, samples: [Float](repeating: 0.1, count: 800 * ($0 + 1)), start: Double($0),
+                end: Double($0) + 0.1, index: $0, cut: .window)
+        }
         let (artifacts, _) = try await StageHarness(WriteWAVStage.self, id: "turn", outputDirectory: out).run(chunks)
         #expect(artifacts.map(\.path) == ["item/turn-0001.wav", "item/turn-0002.wav", "item/turn-0003.wav"])
         let (_, third) = try await readAll(out.appendingPathComponent("item/turn-0003.wav"))

@@ -11,20 +11,37 @@ import VoxTestSupport
     }
 
     static let cases: [Case] = [
-        Case(name: "unknown kind", stages: #"{"id":"decode","kind":"decode"},{"id":"x","kind":"frobnicate"}"#,
-             message: #"stages[1].kind: unknown kind "frobnicate" (stage 'x'; known: decode, "#),
-        Case(name: "unknown option", stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rat":16000}"#,
-             message: "stages[1].rat: unknown option for resample (known: rate, channels, engine, quality) (stage 'mono')"),
-        Case(name: "wrong value type", stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":"16k"}"#,
-             message: "stages[1].rate: expected an integer, got a string (stage 'mono')"),
-        Case(name: "value out of range", stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":4000}"#,
-             message: "stages[1].rate: 4000 is out of range 8000…192000 (stage 'mono')"),
-        Case(name: "from names no stage", stages: #"{"id":"decode","kind":"decode"},{"id":"out","kind":"write-wav","from":"mono"}"#,
-             message: #"stages[1].from: no stage has the id "mono" (stage 'out'; ids: decode, out)"#),
-        Case(name: "cyclic from", stages: #"{"id":"decode","kind":"decode"},{"id":"a","kind":"resample","from":"b"},{"id":"b","kind":"resample","from":"a"}"#,
-             message: "stages[1].from: cycle 'a' → 'b' → 'a' (each stage reads from the next)"),
-        Case(name: "type mismatch", stages: #"{"id":"decode","kind":"decode"},{"id":"out","kind":"write-wav"},{"id":"again","kind":"resample"}"#,
-             message: "stages[2] 'again': resample takes AudioBlock but 'out' (write-wav) gives Artifact"),
+        Case(
+            name: "unknown kind", stages: #"{"id":"decode","kind":"decode"},{"id":"x","kind":"frobnicate"}"#,
+            message: #"stages[1].kind: unknown kind "frobnicate" (stage 'x'; known: decode, "#),
+        Case(
+            name: "unknown option",
+            stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rat":16000}"#,
+            message:
+                "stages[1].rat: unknown option for resample (known: rate, channels, engine, quality) (stage 'mono')"),
+        Case(
+            name: "wrong value type",
+            stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":"16k"}"#,
+            message: "stages[1].rate: expected an integer, got a string (stage 'mono')"),
+        Case(
+            name: "value out of range",
+            stages: #"{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":4000}"#,
+            message: "stages[1].rate: 4000 is out of range 8000…192000 (stage 'mono')"),
+        Case(
+            name: "from names no stage",
+            stages: #"{"id":"decode","kind":"decode"},{"id":"out","kind":"write-wav","from":"mono"}"#,
+            message: #"stages[1].from: no stage has the id "mono" (stage 'out'; ids: decode, out)"#),
+        Case(
+            name: "cyclic from",
+            stages:
+                #"{"id":"decode","kind":"decode"},{"id":"a","kind":"resample","from":"b"},{"id":"b","#
+                + #""kind":"resample","from":"a"}"#,
+            message: "stages[1].from: cycle 'a' → 'b' → 'a' (each stage reads from the next)"),
+        Case(
+            name: "type mismatch",
+            stages:
+                #"{"id":"decode","kind":"decode"},{"id":"out","kind":"write-wav"},{"id":"again","kind":"resample"}"#,
+            message: "stages[2] 'again': resample takes AudioBlock but 'out' (write-wav) gives Artifact"),
     ]
 
     @Test(arguments: cases)
@@ -35,10 +52,15 @@ import VoxTestSupport
         let expected = "voxpipe: error: \(spec.path): \(c.message)" + (c.message.hasSuffix(", ") ? "" : "\n")
         let validate = try voxpipe(["validate", spec.path])
         #expect(validate.status == 65)
-        #expect(validate.stderr.hasPrefix(expected) && validate.stderr.hasSuffix("\n") && validate.stderr.split(separator: "\n").count == 1)
+        #expect(
+            validate.stderr.hasPrefix(expected) && validate.stderr.hasSuffix("\n")
+                && validate.stderr.split(separator: "\n").count == 1)
         #expect(c.message.hasSuffix(", ") || validate.stderr == expected)
         #expect(validate.stdout.isEmpty)
-        let run = try voxpipe(["run", spec.path, packageRoot.appendingPathComponent("Samples").path, "--output", dir.appendingPathComponent("out").path])
+        let run = try voxpipe([
+            "run", spec.path, packageRoot.appendingPathComponent("Samples").path, "--output",
+            dir.appendingPathComponent("out").path,
+        ])
         #expect(run.status == 65)
         #expect(run.stderr == validate.stderr)
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out").path))
@@ -52,8 +74,10 @@ import VoxTestSupport
     }
 
     @Test func everyShippedPipelineValidates() throws {
-        let pipelines = try FileManager.default.contentsOfDirectory(atPath: packageRoot.appendingPathComponent("Pipelines").path)
-            .filter { $0.hasSuffix(".json") && $0 != "schema.json" && !$0.hasSuffix("-rules.json") }
+        let pipelines = try FileManager.default.contentsOfDirectory(
+            atPath: packageRoot.appendingPathComponent("Pipelines").path
+        )
+        .filter { $0.hasSuffix(".json") && $0 != "schema.json" && !$0.hasSuffix("-rules.json") }
         #expect(!pipelines.isEmpty)
         for name in pipelines {
             let result = try voxpipe(["validate", packageRoot.appendingPathComponent("Pipelines/\(name)").path])
@@ -63,25 +87,31 @@ import VoxTestSupport
     }
 
     @Test func everyShippedPipelinePassesTheSchemaInAnIndependentValidator() throws {
-        let pipelines = try FileManager.default.contentsOfDirectory(atPath: packageRoot.appendingPathComponent("Pipelines").path)
-            .filter { $0.hasSuffix(".json") && $0 != "schema.json" && !$0.hasSuffix("-rules.json") }
-            .map { packageRoot.appendingPathComponent("Pipelines/\($0)").path }
+        let pipelines = try FileManager.default.contentsOfDirectory(
+            atPath: packageRoot.appendingPathComponent("Pipelines").path
+        )
+        .filter { $0.hasSuffix(".json") && $0 != "schema.json" && !$0.hasSuffix("-rules.json") }
+        .map { packageRoot.appendingPathComponent("Pipelines/\($0)").path }
         let validator = packageRoot.appendingPathComponent("Tests/Fixtures/validate_specs.py").path
         let schema = packageRoot.appendingPathComponent("Pipelines/schema.json").path
         let shipped = try run("/usr/bin/env", ["python3", validator, schema] + pipelines)
         #expect(shipped.status == 0, "\(shipped.stdout)\(shipped.stderr)")
         // The validator does fail: a fan-in list of numbers and an unknown option are named.
         let dir = temporaryDirectory()
-        let bad = try writeSpec(#"{"stages":[{"id":"a","kind":"decode","loudness":3},{"id":"b","kind":"write-wav","from":[1]}]}"#, in: dir)
+        let bad = try writeSpec(
+            #"{"stages":[{"id":"a","kind":"decode","loudness":3},{"id":"b","kind":"write-wav","from":[1]}]}"#, in: dir)
         let refused = try run("/usr/bin/env", ["python3", validator, schema, bad.path])
         #expect(refused.status == 1)
-        #expect(refused.stdout.contains("\(bad.path): .stages[0]:") && refused.stdout.contains("\(bad.path): .stages[1]:"), "\(refused.stdout)")
+        #expect(
+            refused.stdout.contains("\(bad.path): .stages[0]:") && refused.stdout.contains("\(bad.path): .stages[1]:"),
+            "\(refused.stdout)")
     }
 
     @Test func theCommittedSchemaIsCurrent() throws {
         let result = try voxpipe(["schema"])
         #expect(result.status == 0)
-        let committed = try String(contentsOf: packageRoot.appendingPathComponent("Pipelines/schema.json"), encoding: .utf8)
+        let committed = try String(
+            contentsOf: packageRoot.appendingPathComponent("Pipelines/schema.json"), encoding: .utf8)
         #expect(result.stdout == committed, "Pipelines/schema.json is stale: run `make schema`")
     }
 
@@ -97,7 +127,11 @@ import VoxTestSupport
         let copy = temporaryDirectory().appendingPathComponent("README.md")
         try stale.write(to: copy, atomically: true, encoding: .utf8)
         let check = try voxpipe(["stages", "--update-readme", copy.path, "--check"])
-        #expect(check.status == 1 && check.stderr == "voxpipe: error: \(copy.path): the generated tables are out of date; run `make readme`\n")
+        #expect(
+            check.status == 1
+                && check.stderr
+                    == "voxpipe: error: \(copy.path): the generated tables are out of date; run `make readme`\n"
+        )
         #expect(try voxpipe(["stages", "--update-readme", copy.path]).status == 0)
         #expect(try String(contentsOf: copy, encoding: .utf8) == text)
     }
@@ -121,7 +155,8 @@ import VoxTestSupport
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
         for name in ["speech-en-22k-mono.wav", "speech-de-44k-stereo.flac", "sweep-8k.aiff"] {
-            try FileManager.default.copyItem(at: packageRoot.appendingPathComponent("Samples/\(name)"), to: input.appendingPathComponent(name))
+            try FileManager.default.copyItem(
+                at: packageRoot.appendingPathComponent("Samples/\(name)"), to: input.appendingPathComponent(name))
         }
         // A WAV cut off inside its header, a zero-byte file, and text named .mp3.
         let good = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav"))
@@ -132,13 +167,20 @@ import VoxTestSupport
 
         let result = try voxpipe(["run", spec, input.path, "--output", out.path, "--jobs", "2"])
         #expect(result.status == 1)
-        #expect(files(under: out).filter { $0.hasSuffix(".wav") } == ["speech-de-44k-stereo/audio.wav", "speech-en-22k-mono/audio.wav", "sweep-8k/audio.wav"])
+        #expect(
+            files(under: out).filter { $0.hasSuffix(".wav") } == [
+                "speech-de-44k-stereo/audio.wav", "speech-en-22k-mono/audio.wav", "sweep-8k/audio.wav",
+            ])
         #expect(files(under: out).filter { $0.contains(".voxpipe-tmp-") }.isEmpty)
         let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("voxpipe: error: ") }
         #expect(errors.count == 3)
         #expect(errors.contains { $0.hasPrefix("voxpipe: error: \(input.path)/corrupt.wav: decode (decode): ") })
-        #expect(errors.contains { $0 == "voxpipe: error: \(input.path)/empty.wav: decode (decode): empty file (0 bytes)" })
-        #expect(errors.contains { $0 == "voxpipe: error: \(input.path)/notes.mp3: decode (decode): not an audio file: it holds text" })
+        #expect(
+            errors.contains { $0 == "voxpipe: error: \(input.path)/empty.wav: decode (decode): empty file (0 bytes)" })
+        #expect(
+            errors.contains {
+                $0 == "voxpipe: error: \(input.path)/notes.mp3: decode (decode): not an audio file: it holds text"
+            })
         #expect(result.stderr.contains("voxpipe: 6 items: 3 done, 3 failed in "))
         #expect(result.stdout.isEmpty)
     }
@@ -147,10 +189,12 @@ import VoxTestSupport
         let out = temporaryDirectory().appendingPathComponent("out")
         let result = try voxpipe(["run", spec, packageRoot.appendingPathComponent("Samples").path, "-o", out.path])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(files(under: out).filter { $0.hasSuffix(".wav") } == [
-            "speech-de-44k-stereo/audio.wav", "speech-de/audio.wav", "speech-en-22k-mono/audio.wav",
-            "speech-en.mp3/audio.wav", "speech-en.ogg/audio.wav", "sweep-8k/audio.wav", "tone-48k-stereo-24bit/audio.wav",
-        ])
+        #expect(
+            files(under: out).filter { $0.hasSuffix(".wav") } == [
+                "speech-de-44k-stereo/audio.wav", "speech-de/audio.wav", "speech-en-22k-mono/audio.wav",
+                "speech-en.mp3/audio.wav", "speech-en.ogg/audio.wav", "sweep-8k/audio.wav",
+                "tone-48k-stereo-24bit/audio.wav",
+            ])
     }
 
     @Test func noInputExits66() throws {
@@ -169,7 +213,10 @@ import VoxTestSupport
         let dir = temporaryDirectory()
         let blocker = dir.appendingPathComponent("file")
         try Data("x".utf8).write(to: blocker)
-        let result = try voxpipe(["run", spec, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o", blocker.appendingPathComponent("out").path])
+        let result = try voxpipe([
+            "run", spec, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o",
+            blocker.appendingPathComponent("out").path,
+        ])
         #expect(result.status == 73)
         #expect(result.stderr.hasPrefix("voxpipe: error: cannot create output folder \(blocker.path)/out: "))
         #expect(!result.stderr.contains("done"))
@@ -184,25 +231,39 @@ import VoxTestSupport
 @Suite struct TranscribeCommandTests {
     @Test func aFortyEightKilohertzEdgeIntoTheTranscriberIsRefusedNamingTheResampleStage() throws {
         let dir = temporaryDirectory()
-        let spec = try writeSpec(#"""
-        {"stages":[{"id":"decode","kind":"decode"},{"id":"wide","kind":"resample","rate":48000,"channels":1},
-        {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"}]}
-        """#, in: dir)
+        let spec = try writeSpec(
+            #"""
+            {"stages":[{"id":"decode","kind":"decode"},{"id":"wide","kind":"resample","rate":48000,"channels":1},
+            {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"}]}
+            """#, in: dir)
         let result = try voxpipe(["validate", spec.path])
         #expect(result.status == 65)
-        #expect(result.stderr == #"voxpipe: error: \#(spec.path): stages[3] 'asr': whisper takes 16 kHz mono; add a stage {"kind": "resample", "rate": 16000, "channels": 1} before the chunk stage, but 'turns' (chunk) gives 48 kHz mono"# + "\n")
+        #expect(
+            result.stderr
+                == #"voxpipe: error: \#(spec.path): stages[3] 'asr': whisper takes 16 kHz mono; add a stage "#
+                + #"{"kind": "resample", "rate": 16000, "channels": 1} before the chunk stage, but 'turns' "#
+                + #"(chunk) gives 48 kHz mono"#
+                + "\n")
     }
 
     @Test func aMissingModelExits69AtPrepareNamingThePath() throws {
         let dir = temporaryDirectory()
-        let spec = try writeSpec(#"""
-        {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
-        {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe","provider":{"name":"pocketsphinx","acousticModel":"models/missing"}}]}
-        """#, in: dir)
+        let spec = try writeSpec(
+            #"""
+            {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
+            {"id":"turns","kind":"chunk","mode":"voice"},
+            {"id":"asr","kind":"transcribe","provider":{"name":"pocketsphinx","acousticModel":"models/missing"}}]}
+            """#, in: dir)
         let out = dir.appendingPathComponent("out")
-        let result = try voxpipe(["run", spec.path, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o", out.path])
+        let result = try voxpipe([
+            "run", spec.path, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o", out.path,
+        ])
         #expect(result.status == 69)
-        #expect(result.stderr == "voxpipe: error: stage 'asr' (transcribe): pocketsphinx acoustic model not found: \(dir.path)/models/missing\n")
+        #expect(
+            result.stderr
+                == "voxpipe: error: stage 'asr' (transcribe): pocketsphinx acoustic model not found: "
+                + "\(dir.path)/models/missing\n"
+        )
         #expect(files(under: out).filter { !$0.hasPrefix(".voxpipe") }.isEmpty)
     }
 
@@ -210,7 +271,9 @@ import VoxTestSupport
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav"), to: input.appendingPathComponent("speech.wav"))
+        try FileManager.default.copyItem(
+            at: packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav"),
+            to: input.appendingPathComponent("speech.wav"))
         // A 50 ms file: too short for any speech, but not an error.
         let tiny = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav"))
         var header = tiny[0..<44]
@@ -219,9 +282,15 @@ import VoxTestSupport
         header.replaceSubrange(4..<8, with: withUnsafeBytes(of: UInt32(36 + frames * 2).littleEndian) { Data($0) })
         try (header + tiny[44..<(44 + frames * 2)]).write(to: input.appendingPathComponent("tiny.wav"))
         let out = dir.appendingPathComponent("out")
-        let result = try voxpipe(["run", packageRoot.appendingPathComponent("Pipelines/transcribe.json").path, input.path, "-o", out.path])
+        let result = try voxpipe([
+            "run", packageRoot.appendingPathComponent("Pipelines/transcribe.json").path, input.path, "-o", out.path,
+        ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(files(under: out).filter { $0.hasPrefix("speech/") } == ["speech/transcript.json", "speech/transcript.srt", "speech/transcript.tsv", "speech/transcript.txt", "speech/transcript.vtt", "speech/voxpipe.manifest.json"])
+        #expect(
+            files(under: out).filter { $0.hasPrefix("speech/") } == [
+                "speech/transcript.json", "speech/transcript.srt", "speech/transcript.tsv", "speech/transcript.txt",
+                "speech/transcript.vtt", "speech/voxpipe.manifest.json",
+            ])
         let txt = try String(contentsOf: out.appendingPathComponent("speech/transcript.txt"), encoding: .utf8)
         #expect(!txt.isEmpty)
         #expect(try String(contentsOf: out.appendingPathComponent("tiny/transcript.txt"), encoding: .utf8) == "")
@@ -231,41 +300,62 @@ import VoxTestSupport
 @Suite struct LessonTutorCommandTests {
     @Test func aRulesFileWithABadPatternExits65NamingFileEntryAndReason() throws {
         let dir = temporaryDirectory()
-        try Data(#"{"rules": [{"pattern": "hallo", "replies": ["Hallo!"]}, {"pattern": "wie (geht", "replies": ["Gut."]}]}"#.utf8).write(to: dir.appendingPathComponent("rules.json"))
-        let spec = try writeSpec(#"""
-        {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
-        {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"},
-        {"id":"tutor","kind":"reply","provider":{"name":"rules","rules":"rules.json"}}]}
-        """#, in: dir)
+        try Data(
+            #"{"rules": [{"pattern": "hallo", "replies": ["Hallo!"]}, {"pattern": "wie (geht", "replies": ["Gut."]}]}"#
+                .utf8
+        ).write(to: dir.appendingPathComponent("rules.json"))
+        let spec = try writeSpec(
+            #"""
+            {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
+            {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"},
+            {"id":"tutor","kind":"reply","provider":{"name":"rules","rules":"rules.json"}}]}
+            """#, in: dir)
         let result = try voxpipe(["validate", spec.path])
         #expect(result.status == 65)
-        #expect(result.stderr.hasPrefix("voxpipe: error: \(spec.path): \(dir.path)/rules.json: rules[1].pattern: invalid regular expression \"wie (geht\": "))
+        #expect(
+            result.stderr.hasPrefix(
+                "voxpipe: error: \(spec.path): \(dir.path)/rules.json: rules[1].pattern: invalid regular expression "
+                    + "\"wie (geht\": "
+            ))
         #expect(result.stderr.hasSuffix(" (stage 'tutor')\n"))
     }
 
     @Test func anUnknownVoiceExits69SayingHowToListVoices() throws {
         let dir = temporaryDirectory()
-        let spec = try writeSpec(#"""
-        {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
-        {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"},
-        {"id":"tutor","kind":"reply","provider":{"name":"rules","rules":"\#(packageRoot.path)/Pipelines/tutor-rules.json"}},
-        {"id":"voice","kind":"synthesize","provider":{"name":"espeak-ng","voice":"tlh"}}]}
-        """#, in: dir)
-        let result = try voxpipe(["run", spec.path, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o", dir.appendingPathComponent("out").path])
+        let spec = try writeSpec(
+            #"""
+            {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
+            {"id":"turns","kind":"chunk","mode":"voice"},{"id":"asr","kind":"transcribe"},
+            {"id":"tutor","kind":"reply",
+             "provider":{"name":"rules","rules":"\#(packageRoot.path)/Pipelines/tutor-rules.json"}},
+            {"id":"voice","kind":"synthesize","provider":{"name":"espeak-ng","voice":"tlh"}}]}
+            """#, in: dir)
+        let result = try voxpipe([
+            "run", spec.path, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o",
+            dir.appendingPathComponent("out").path,
+        ])
         #expect(result.status == 69)
-        #expect(result.stderr == "voxpipe: error: stage 'voice' (synthesize): espeak-ng has no voice \"tlh\"; list the voices with `espeak-ng --voices` (or `espeak-ng --voices=de` for one language)\n")
+        #expect(
+            result.stderr
+                == "voxpipe: error: stage 'voice' (synthesize): espeak-ng has no voice \"tlh\"; list the voices with "
+                + "`espeak-ng --voices` (or `espeak-ng --voices=de` for one language)\n"
+        )
     }
 
     @Test func theLessonTutorPipelineAnswersEverySpokenTurn() throws {
         let dir = temporaryDirectory()
         let out = dir.appendingPathComponent("out")
         let input = packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav")
-        let result = try voxpipe(["run", packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json").path, input.path, "-o", out.path])
+        let result = try voxpipe([
+            "run", packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json").path, input.path, "-o", out.path,
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let names = files(under: out.appendingPathComponent("speech-en-22k-mono"))
         #expect(names.contains("speech-0001.wav"))
         #expect(names.contains("subs.srt") && names.contains("replies.json"))
-        let replies = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("speech-en-22k-mono/replies.json"))) as? [String: Any]
+        let replies =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: out.appendingPathComponent("speech-en-22k-mono/replies.json"))) as? [String: Any]
         let turns = replies?["turns"] as? [[String: Any]] ?? []
         #expect(!turns.isEmpty)
         #expect(turns.allSatisfy { ($0["reply"] as? String)?.isEmpty == false && $0["audioFile"] as? String != nil })
@@ -273,33 +363,49 @@ import VoxTestSupport
     }
 }
 
-@Suite(.serialized, .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))) struct WhisperCommandTests {
+@Suite(
+    .serialized,
+    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+) struct WhisperCommandTests {
     static let spec = #"""
-    {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
-    {"id":"turns","kind":"chunk","mode":"voice","maxSeconds":30},{"id":"asr","kind":"transcribe","provider":{"name":"whisper","model":"MODEL"}},
-    {"id":"t","kind":"write-transcript","formats":["txt","json","srt"]}]}
-    """#
+        {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
+        {"id":"turns","kind":"chunk","mode":"voice","maxSeconds":30},
+        {"id":"asr","kind":"transcribe","provider":{"name":"whisper","model":"MODEL"}},
+        {"id":"t","kind":"write-transcript","formats":["txt","json","srt"]}]}
+        """#
 
     @Test func aMissingModelExits69NamingItAndWritesNothing() throws {
         let dir = temporaryDirectory()
         let spec = try writeSpec(Self.spec.replacingOccurrences(of: "MODEL", with: "models/none.bin"), in: dir)
         let out = dir.appendingPathComponent("out")
-        let result = try voxpipe(["run", spec.path, packageRoot.appendingPathComponent("Samples/speech-en.ogg").path, "-o", out.path])
+        let result = try voxpipe([
+            "run", spec.path, packageRoot.appendingPathComponent("Samples/speech-en.ogg").path, "-o", out.path,
+        ])
         #expect(result.status == 69)
-        #expect(result.stderr == "voxpipe: error: stage 'asr' (transcribe): whisper model not found: \(dir.path)/models/none.bin (a ggml model file, or a folder holding ggml-model.bin)\n")
+        #expect(
+            result.stderr
+                == "voxpipe: error: stage 'asr' (transcribe): whisper model not found: \(dir.path)/models/none.bin "
+                + "(a ggml model file, or a folder holding ggml-model.bin)\n"
+        )
         #expect(files(under: out).filter { !$0.hasPrefix(".voxpipe") }.isEmpty)
 
-        let unknown = try writeSpec(Self.spec.replacingOccurrences(of: "MODEL", with: "huge-v9"), in: dir, name: "unknown.json")
-        let second = try voxpipe(["run", unknown.path, packageRoot.appendingPathComponent("Samples/speech-en.ogg").path, "-o", out.path])
+        let unknown = try writeSpec(
+            Self.spec.replacingOccurrences(of: "MODEL", with: "huge-v9"), in: dir, name: "unknown.json")
+        let second = try voxpipe([
+            "run", unknown.path, packageRoot.appendingPathComponent("Samples/speech-en.ogg").path, "-o", out.path,
+        ])
         #expect(second.status == 69)
-        #expect(second.stderr.hasPrefix("voxpipe: error: stage 'asr' (transcribe): whisper model 'huge-v9' is not installed (looked in "))
+        #expect(
+            second.stderr.hasPrefix(
+                "voxpipe: error: stage 'asr' (transcribe): whisper model 'huge-v9' is not installed (looked in "))
     }
 
     @Test func twoRunsGiveByteIdenticalTranscriptsAndAChangedModelRedoesTheItem() throws {
         let dir = temporaryDirectory()
         let models = InstalledFixture.whisperModels.url
         let link = dir.appendingPathComponent("model.bin")
-        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: models.appendingPathComponent("base/ggml-model.bin"))
+        try FileManager.default.createSymbolicLink(
+            at: link, withDestinationURL: models.appendingPathComponent("base/ggml-model.bin"))
         let spec = try writeSpec(Self.spec.replacingOccurrences(of: "MODEL", with: "model.bin"), in: dir)
         let input = packageRoot.appendingPathComponent("Samples/speech-de-44k-stereo.flac")
         let a = dir.appendingPathComponent("a"), b = dir.appendingPathComponent("b")
@@ -310,14 +416,17 @@ import VoxTestSupport
         for name in ["t.txt", "t.json", "t.srt"] {
             let first = try Data(contentsOf: a.appendingPathComponent("speech-de-44k-stereo/\(name)"))
             #expect(!first.isEmpty)
-            #expect(first == (try Data(contentsOf: b.appendingPathComponent("speech-de-44k-stereo/\(name)"))), "\(name) differs")
+            #expect(
+                first == (try Data(contentsOf: b.appendingPathComponent("speech-de-44k-stereo/\(name)"))),
+                "\(name) differs")
         }
         let report = dir.appendingPathComponent("r.jsonl")
         #expect(try voxpipe(["run", spec.path, input.path, "-o", a.path, "--report", report.path]).status == 0)
         #expect(try String(contentsOf: report, encoding: .utf8).contains(#""status":"skipped""#))
         // Another model behind the same name: its content is in the item key.
         try FileManager.default.removeItem(at: link)
-        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: models.appendingPathComponent("tiny.en/ggml-model.bin"))
+        try FileManager.default.createSymbolicLink(
+            at: link, withDestinationURL: models.appendingPathComponent("tiny.en/ggml-model.bin"))
         #expect(try voxpipe(["run", spec.path, input.path, "-o", a.path, "--report", report.path]).status == 0)
         #expect(try String(contentsOf: report, encoding: .utf8).contains(#""status":"done""#))
     }

@@ -11,9 +11,16 @@ import VoxTestSupport
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
         let tones = (0..<8).flatMap { ["sine", "\(200 + 100 * $0)"] }
-        try runTool("sox", ["-n", "-r", "44100", "-c", "8", "-b", "16", input.appendingPathComponent("room.wav").path, "synth", "\(seconds)"] + tones + ["gain", "-6"])
-        try Data(#"{"reportId": "R-42", "reportedUser": "bob", "reporter": "alice", "room": "lobby", "reportedAt": "2026-11-20T18:04:05Z", "seats": {"0": "alice", "3": "bob", "5": "carol"}}"#.utf8)
-            .write(to: input.appendingPathComponent("room.json"))
+        try runTool(
+            "sox",
+            [
+                "-n", "-r", "44100", "-c", "8", "-b", "16", input.appendingPathComponent("room.wav").path, "synth",
+                "\(seconds)",
+            ] + tones + ["gain", "-6"])
+        let sidecar =
+            #"{"reportId": "R-42", "reportedUser": "bob", "reporter": "alice", "room": "lobby", "reportedAt": "#
+            + #""2026-11-20T18:04:05Z", "seats": {"0": "alice", "3": "bob", "5": "carol"}}"#
+        try Data(sidecar.utf8).write(to: input.appendingPathComponent("room.json"))
         return input
     }
 
@@ -34,11 +41,18 @@ import VoxTestSupport
         let out = dir.appendingPathComponent("out")
         let result = try voxpipe(["run", spec, input.path, "-o", out.path])
         #expect(result.status == 0, "\(result.stderr)")
-        let seats = try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("room").path).sorted()
-        #expect(seats == ["channel1", "channel2", "channel4", "channel6", "channel7", "seat0-alice", "seat3-bob", "seat5-carol"])
+        let seats = try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("room").path)
+            .sorted()
+        #expect(
+            seats == [
+                "channel1", "channel2", "channel4", "channel6", "channel7", "seat0-alice", "seat3-bob", "seat5-carol",
+            ])
         let bag = out.appendingPathComponent("room/seat3-bob/evidence")
-        #expect(files(under: bag) == ["bag-info.txt", "bagit.txt", "data/evidence.wav", "data/original.wav", "data/report.json",
-                                      "manifest-sha256.txt", "manifest-sha512.txt", "tagmanifest-sha256.txt"])
+        #expect(
+            files(under: bag) == [
+                "bag-info.txt", "bagit.txt", "data/evidence.wav", "data/original.wav", "data/report.json",
+                "manifest-sha256.txt", "manifest-sha512.txt", "tagmanifest-sha256.txt",
+            ])
         let (format, samples) = try await readAll(bag.appendingPathComponent("data/evidence.wav"))
         #expect(format.sampleRate == 48000 && format.channels == 1)
         #expect(abs(frequency(samples[48000..<96000], rate: 48000) - 500) < 5, "seat 3 is channel 3: 500 Hz")
@@ -47,16 +61,26 @@ import VoxTestSupport
         #expect((report["track"] as? [String: Any])?["user"] as? String == "bob")
         // Provenance comes from what the resample stage declares, defaults filled in.
         let resampler = try #require((report["resampler"] as? [[String: Any]])?.first)
-        #expect(resampler["id"] as? String == "mono48k" && resampler["engine"] as? String == "soxr" && resampler["quality"] as? String == "high")
-        #expect(resampler["rate"] as? Double == 48000 && resampler["channels"] as? Double == 1 && (resampler["library"] as? String)?.hasPrefix("libsoxr-") == true)
+        #expect(
+            resampler["id"] as? String == "mono48k" && resampler["engine"] as? String == "soxr"
+                && resampler["quality"] as? String == "high")
+        #expect(
+            resampler["rate"] as? Double == 48000 && resampler["channels"] as? Double == 1
+                && (resampler["library"] as? String)?.hasPrefix("libsoxr-") == true)
         #expect((report["provenance"] as? [[String: Any]])?.map { $0["id"] as? String } == ["mono48k"])
         let info = try String(contentsOf: bag.appendingPathComponent("bag-info.txt"), encoding: .utf8)
-        #expect(info.contains("External-Identifier: R-42\n") && info.contains("Bagging-Date: 2026-11-20\n") && info.contains("Source-Organization: Trust & Safety\n"))
+        #expect(
+            info.contains("External-Identifier: R-42\n") && info.contains("Bagging-Date: 2026-11-20\n")
+                && info.contains("Source-Organization: Trust & Safety\n"))
 
         let verify = try voxpipe(["verify", out.path])
         #expect(verify.status == 0)
         #expect(verify.stdout.split(separator: "\n").count == 8)
-        #expect(try python(["-c", "import bagit,sys\nfor p in sys.argv[1:]: bagit.Bag(p).validate()", bag.path, out.appendingPathComponent("room/channel7/evidence").path]) == 0)
+        #expect(
+            try python([
+                "-c", "import bagit,sys\nfor p in sys.argv[1:]: bagit.Bag(p).validate()", bag.path,
+                out.appendingPathComponent("room/channel7/evidence").path,
+            ]) == 0)
         let rebuild = try voxpipe(["verify", "--rebuild", spec, bag.path])
         #expect(rebuild.status == 0, "\(rebuild.stdout)")
         #expect(rebuild.stdout.contains("(rebuilt: evidence.wav identical)"))
@@ -86,20 +110,27 @@ import VoxTestSupport
         let extra = dir.appendingPathComponent("extra")
         try FileManager.default.copyItem(at: bag, to: extra)
         try Data("x".utf8).write(to: extra.appendingPathComponent("data/smuggled.txt"))
-        #expect(try voxpipe(["verify", extra.path]).stdout.contains("data/smuggled.txt: not listed in manifest-sha256.txt"))
+        #expect(
+            try voxpipe(["verify", extra.path]).stdout.contains("data/smuggled.txt: not listed in manifest-sha256.txt"))
         try FileManager.default.removeItem(at: extra.appendingPathComponent("data/smuggled.txt"))
         try FileManager.default.removeItem(at: extra.appendingPathComponent("data/report.json"))
-        #expect(try voxpipe(["verify", extra.path]).stdout.contains("data/report.json: listed in manifest-sha256.txt but missing"))
+        #expect(
+            try voxpipe(["verify", extra.path]).stdout.contains(
+                "data/report.json: listed in manifest-sha256.txt but missing"))
     }
 
     @Test func theSameUploadAndSpecGiveByteIdenticalBags() throws {
         let dir = temporaryDirectory()
         let input = try room(in: dir, seconds: 4)
-        for name in ["a", "b"] { #expect(try voxpipe(["run", spec, input.path, "-o", dir.appendingPathComponent(name).path]).status == 0) }
+        for name in ["a", "b"] {
+            #expect(try voxpipe(["run", spec, input.path, "-o", dir.appendingPathComponent(name).path]).status == 0)
+        }
         let bagFiles = files(under: dir.appendingPathComponent("a")).filter { $0.contains("/evidence/") }
         #expect(bagFiles.count == 8 * 8)
         for file in bagFiles {
-            #expect(try Data(contentsOf: dir.appendingPathComponent("a/\(file)")) == Data(contentsOf: dir.appendingPathComponent("b/\(file)")), "\(file)")
+            #expect(
+                try Data(contentsOf: dir.appendingPathComponent("a/\(file)"))
+                    == Data(contentsOf: dir.appendingPathComponent("b/\(file)")), "\(file)")
         }
     }
 
@@ -108,7 +139,12 @@ import VoxTestSupport
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
         // A linear sweep from 50 Hz to 6050 Hz over 20 minutes: the frequency tells the time.
-        try runTool("sox", ["-n", "-r", "16000", "-c", "1", "-b", "16", input.appendingPathComponent("long.wav").path, "synth", "1200", "sine", "50:6050", "gain", "-3"])
+        try runTool(
+            "sox",
+            [
+                "-n", "-r", "16000", "-c", "1", "-b", "16", input.appendingPathComponent("long.wav").path, "synth",
+                "1200", "sine", "50:6050", "gain", "-3",
+            ])
         let out = dir.appendingPathComponent("out")
         let result = try voxpipe(["run", spec, input.path, "-o", out.path])
         #expect(result.status == 0, "\(result.stderr)")
@@ -126,41 +162,60 @@ import VoxTestSupport
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
-        try runTool("sox", ["-n", "-r", "22050", "-c", "2", input.appendingPathComponent("short.flac").path, "synth", "40", "sine", "440"])
+        try runTool(
+            "sox",
+            [
+                "-n", "-r", "22050", "-c", "2", input.appendingPathComponent("short.flac").path, "synth", "40", "sine",
+                "440",
+            ])
         let out = dir.appendingPathComponent("out")
         #expect(try voxpipe(["run", spec, input.path, "-o", out.path]).status == 0)
         for channel in ["channel0", "channel1"] {
-            let (_, samples) = try await readAll(out.appendingPathComponent("short/\(channel)/evidence/data/evidence.wav"))
+            let (_, samples) = try await readAll(
+                out.appendingPathComponent("short/\(channel)/evidence/data/evidence.wav"))
             #expect(samples.count == 40 * 48000)
         }
-        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("short/channel0/evidence/data/original.flac").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: out.appendingPathComponent("short/channel0/evidence/data/original.flac").path))
     }
 
     @Test func onlyTheReportedSeatAndARequiredSidecarFailsTheItemWhenMissing() throws {
         let dir = temporaryDirectory()
         let input = try room(in: dir, seconds: 2)
-        try FileManager.default.copyItem(at: input.appendingPathComponent("room.wav"), to: input.appendingPathComponent("nosidecar.wav"))
-        let reported = try writeSpec(try String(contentsOfFile: spec, encoding: .utf8)
-            .replacingOccurrences(of: #""channels": "split" }"#, with: #""channels": "split", "seats": "reported", "sidecar": "required" }"#), in: dir)
+        try FileManager.default.copyItem(
+            at: input.appendingPathComponent("room.wav"), to: input.appendingPathComponent("nosidecar.wav"))
+        let reported = try writeSpec(
+            try String(contentsOfFile: spec, encoding: .utf8)
+                .replacingOccurrences(
+                    of: #""channels": "split" }"#,
+                    with: #""channels": "split", "seats": "reported", "sidecar": "required" }"#), in: dir)
         let out = dir.appendingPathComponent("out")
         let result = try voxpipe(["run", reported.path, input.path, "-o", out.path])
         #expect(result.status == 1)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("room").path) == ["seat3-bob"])
-        #expect(result.stderr.contains("voxpipe: error: \(input.path)/nosidecar.wav: decode (decode): report sidecar nosidecar.json is missing"))
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("room").path) == [
+                "seat3-bob"
+            ])
+        #expect(
+            result.stderr.contains(
+                "voxpipe: error: \(input.path)/nosidecar.wav: decode (decode): report sidecar nosidecar.json is missing"
+            ))
     }
 
     @Test func messageChunksFitTheLimitAndJoinBackOrNameTheBadPart() throws {
         let dir = temporaryDirectory()
         let input = try room(in: dir, seconds: 2)
-        let chunked = try writeSpec(#"""
-        {"stages": [
-          {"id": "decode", "kind": "decode", "channels": "split", "seats": "reported"},
-          {"id": "mono48k", "kind": "resample", "rate": 48000, "channels": 1},
-          {"id": "tail", "kind": "chunk", "mode": "tail", "seconds": 300},
-          {"id": "evidence", "kind": "write-evidence", "original": false},
-          {"id": "messages", "kind": "write-message-chunks", "include": "evidence.wav", "bytes": 30720}
-        ]}
-        """#, in: dir)
+        let chunked = try writeSpec(
+            #"""
+            {"stages": [
+              {"id": "decode", "kind": "decode", "channels": "split", "seats": "reported"},
+              {"id": "mono48k", "kind": "resample", "rate": 48000, "channels": 1},
+              {"id": "tail", "kind": "chunk", "mode": "tail", "seconds": 300},
+              {"id": "evidence", "kind": "write-evidence", "original": false},
+              {"id": "messages", "kind": "write-message-chunks", "include": "evidence.wav", "bytes": 30720}
+            ]}
+            """#, in: dir)
         let out = dir.appendingPathComponent("out")
         let run = try voxpipe(["run", chunked.path, input.path, "-o", out.path])
         #expect(run.status == 0, "\(run.stderr)")
@@ -186,13 +241,23 @@ import VoxTestSupport
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("bad.wav").path))
     }
 
-    @Test(.enabled(if: InstalledFixture.alsaFrontRight.isPresent, Comment(rawValue: InstalledFixture.alsaFrontRight.skipReason)), .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))) func theTranscribedVariantPutsATranscriptOfTheSameWindowInTheBag() throws {
+    @Test(
+        .enabled(
+            if: InstalledFixture.alsaFrontRight.isPresent, Comment(rawValue: InstalledFixture.alsaFrontRight.skipReason)
+        ),
+        .enabled(
+            if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason)))
+    func theTranscribedVariantPutsATranscriptOfTheSameWindowInTheBag() throws {
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: InstalledFixture.alsaFrontRight.url, to: input.appendingPathComponent("voice.wav"))
+        try FileManager.default.copyItem(
+            at: InstalledFixture.alsaFrontRight.url, to: input.appendingPathComponent("voice.wav"))
         let out = dir.appendingPathComponent("out")
-        let result = try voxpipe(["run", packageRoot.appendingPathComponent("Pipelines/moderation-evidence-transcribed.json").path, input.path, "-o", out.path])
+        let result = try voxpipe([
+            "run", packageRoot.appendingPathComponent("Pipelines/moderation-evidence-transcribed.json").path,
+            input.path, "-o", out.path,
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let bag = out.appendingPathComponent("voice/channel0/evidence")
         let transcript = try json(bag.appendingPathComponent("data/transcript.json"))
@@ -204,13 +269,22 @@ import VoxTestSupport
     /// 64 bits (the fuzzer's, with a key `s,eats`) trapped when written to bag-info.txt; one
     /// with a line break wrote a line of its own there (a second Payload-Oxum). Each gives a
     /// bag that verifies, its id on one line.
-    @Test(arguments: [("report-id-beyond-64-bits.json", "4.2e+71", "channel0"), ("report-id-line-break.json", "r-7; Payload-Oxum: 0.0", "seat0-alice")])
+    @Test(arguments: [
+        ("report-id-beyond-64-bits.json", "4.2e+71", "channel0"),
+        ("report-id-line-break.json", "r-7; Payload-Oxum: 0.0", "seat0-alice"),
+    ])
     func aFuzzedReportIDGivesABagThatVerifies(_ fixture: String, _ identifier: String, _ seat: String) throws {
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
-        try runTool("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", input.appendingPathComponent("upload.wav").path, "synth", "1", "sine", "440"])
-        try FileManager.default.copyItem(at: fuzzRegression("sidecar", fixture), to: input.appendingPathComponent("upload.json"))
+        try runTool(
+            "sox",
+            [
+                "-n", "-r", "8000", "-c", "1", "-b", "16", input.appendingPathComponent("upload.wav").path, "synth",
+                "1", "sine", "440",
+            ])
+        try FileManager.default.copyItem(
+            at: fuzzRegression("sidecar", fixture), to: input.appendingPathComponent("upload.json"))
         let out = dir.appendingPathComponent("out")
         let result = try voxpipe(["run", spec, input.path, "-o", out.path])
         #expect(result.status == 0, "\(result.stderr)")

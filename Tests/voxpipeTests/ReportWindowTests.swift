@@ -11,8 +11,11 @@ import VoxTestSupport
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
         let minutes = (0..<60).flatMap { m in (m == 0 ? [] : [":"]) + ["synth", "60", "sine", "\(200 + 20 * m)"] }
-        try runTool("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", input.appendingPathComponent("upload.wav").path] + minutes)
-        try Data(#"{"room": "lobby", "recordingStartedAt": "2026-11-20T10:00:00Z", "reports": [\#(reports)]}"#.utf8).write(to: input.appendingPathComponent("upload.json"))
+        try runTool(
+            "sox",
+            ["-n", "-r", "8000", "-c", "1", "-b", "16", input.appendingPathComponent("upload.wav").path] + minutes)
+        try Data(#"{"room": "lobby", "recordingStartedAt": "2026-11-20T10:00:00Z", "reports": [\#(reports)]}"#.utf8)
+            .write(to: input.appendingPathComponent("upload.json"))
         return input
     }
 
@@ -25,17 +28,20 @@ import VoxTestSupport
     }
 
     func report(_ bag: URL) throws -> [String: Any] {
-        try JSONSerialization.jsonObject(with: Data(contentsOf: bag.appendingPathComponent("data/report.json"))) as? [String: Any] ?? [:]
+        try JSONSerialization.jsonObject(with: Data(contentsOf: bag.appendingPathComponent("data/report.json")))
+            as? [String: Any] ?? [:]
     }
 
     @Test func reportsAtFiveTwentyAndFiftyNineMinutesGetTheFiveMinutesBeforeEach() async throws {
         let dir = temporaryDirectory()
-        let input = try upload(in: dir, reports: #"""
-            {"reportId": "R-5", "reportedUser": "bob", "reportedAt": "2026-11-20T10:05:00Z"},
-            {"reportId": "R-20", "reportedUser": "bob", "offsetSeconds": 1200},
-            {"reportId": "R-59", "reportedUser": "bob", "reportedAt": "2026-11-20T10:59:00Z"},
-            {"reportId": "R-2", "reportedUser": "eve", "offsetSeconds": 120}
-            """#)
+        let input = try upload(
+            in: dir,
+            reports: #"""
+                {"reportId": "R-5", "reportedUser": "bob", "reportedAt": "2026-11-20T10:05:00Z"},
+                {"reportId": "R-20", "reportedUser": "bob", "offsetSeconds": 1200},
+                {"reportId": "R-59", "reportedUser": "bob", "reportedAt": "2026-11-20T10:59:00Z"},
+                {"reportId": "R-2", "reportedUser": "eve", "offsetSeconds": 120}
+                """#)
         let out = dir.appendingPathComponent("out")
         let result = try voxpipe(["run", spec, input.path, "-o", out.path])
         #expect(result.status == 0, "\(result.stderr)")
@@ -47,7 +53,9 @@ import VoxTestSupport
             let got = (0..<5).map { k in minute(samples[(k * 60 + 5) * 48000..<(k * 60 + 55) * 48000], rate: 48000) }
             #expect(got == Array(endMinute - 5..<endMinute), "\(id): minutes \(got)")
             let window = try #require(try report(bag)["window"] as? [String: Any])
-            #expect(window["end"] as? Double == Double(endMinute * 60) && window["reportIds"] as? [String] == [id] && window["shortfallSeconds"] as? Double == 0)
+            #expect(
+                window["end"] as? Double == Double(endMinute * 60) && window["reportIds"] as? [String] == [id]
+                    && window["shortfallSeconds"] as? Double == 0)
             let info = try String(contentsOf: bag.appendingPathComponent("bag-info.txt"), encoding: .utf8)
             #expect(info.contains("External-Identifier: \(id)\n"))
         }
@@ -56,37 +64,50 @@ import VoxTestSupport
         let (_, samples) = try await readAll(early.appendingPathComponent("data/evidence.wav"))
         #expect(samples.count == 120 * 48000)
         let window = try #require(try report(early)["window"] as? [String: Any])
-        #expect(window["seconds"] as? Double == 120 && window["requestedSeconds"] as? Double == 300 && window["shortfallSeconds"] as? Double == 180)
+        #expect(
+            window["seconds"] as? Double == 120 && window["requestedSeconds"] as? Double == 300
+                && window["shortfallSeconds"] as? Double == 180)
 
         let verify = try voxpipe(["verify", "--rebuild", spec, out.path])
         #expect(verify.status == 0 && verify.stdout.split(separator: "\n").count == 4, "\(verify.stdout)")
-        #expect(try python(["-c", "import bagit,sys\nfor p in sys.argv[1:]: bagit.Bag(p).validate()", early.path]) == 0)
+        #expect(
+            try python(["-c", "import bagit,sys\nfor p in sys.argv[1:]: bagit.Bag(p).validate()", early.path]) == 0)
     }
 
     @Test func twoTapsThreeSecondsApartFoldIntoOneBagWithBothIds() async throws {
         let dir = temporaryDirectory()
-        let input = try upload(in: dir, reports: #"""
-            {"reportId": "T-1", "reportedUser": "bob", "offsetSeconds": 1800},
-            {"reportId": "T-2", "reportedUser": "bob", "offsetSeconds": 1803},
-            {"reportId": "T-3", "reportedUser": "bob", "offsetSeconds": 1830}
-            """#)
+        let input = try upload(
+            in: dir,
+            reports: #"""
+                {"reportId": "T-1", "reportedUser": "bob", "offsetSeconds": 1800},
+                {"reportId": "T-2", "reportedUser": "bob", "offsetSeconds": 1803},
+                {"reportId": "T-3", "reportedUser": "bob", "offsetSeconds": 1830}
+                """#)
         let out = dir.appendingPathComponent("out")
         #expect(try voxpipe(["run", spec, input.path, "-o", out.path]).status == 0)
-        let folders = try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("upload/channel0").path).sorted()
+        let folders = try FileManager.default.contentsOfDirectory(
+            atPath: out.appendingPathComponent("upload/channel0").path
+        ).sorted()
         #expect(folders == ["T-1", "T-3"])
         let folded = out.appendingPathComponent("upload/channel0/T-1/evidence")
         let window = try #require(try report(folded)["window"] as? [String: Any])
-        #expect(window["reportIds"] as? [String] == ["T-1", "T-2"] && window["end"] as? Double == 1803 && window["start"] as? Double == 1503)
-        #expect(try String(contentsOf: folded.appendingPathComponent("bag-info.txt"), encoding: .utf8).contains("External-Identifier: T-1, T-2\n"))
+        #expect(
+            window["reportIds"] as? [String] == ["T-1", "T-2"] && window["end"] as? Double == 1803
+                && window["start"] as? Double == 1503)
+        #expect(
+            try String(contentsOf: folded.appendingPathComponent("bag-info.txt"), encoding: .utf8).contains(
+                "External-Identifier: T-1, T-2\n"))
     }
 
     @Test func pruneRemovesOldItemsWholeKeepsHeldAndNewOnesAndARunAfterRedoesNothing() throws {
         let dir = temporaryDirectory()
-        let input = try upload(in: dir, reports: #"""
-            {"reportId": "OLD", "reportedUser": "bob", "offsetSeconds": 600},
-            {"reportId": "HELD", "reportedUser": "bob", "offsetSeconds": 1800, "legalHold": true},
-            {"reportId": "NEW", "reportedUser": "bob", "offsetSeconds": 3000}
-            """#)
+        let input = try upload(
+            in: dir,
+            reports: #"""
+                {"reportId": "OLD", "reportedUser": "bob", "offsetSeconds": 600},
+                {"reportId": "HELD", "reportedUser": "bob", "offsetSeconds": 1800, "legalHold": true},
+                {"reportId": "NEW", "reportedUser": "bob", "offsetSeconds": 3000}
+                """#)
         let out = dir.appendingPathComponent("out")
         #expect(try voxpipe(["run", spec, input.path, "-o", out.path]).status == 0)
         let items = out.appendingPathComponent("upload/channel0")
@@ -98,20 +119,31 @@ import VoxTestSupport
             try JSONSerialization.data(withJSONObject: object).write(to: manifest)
         }
         let dry = try voxpipe(["prune", out.path, "--older-than", "30d", "--dry-run"])
-        #expect(dry.status == 0 && dry.stdout.contains("would prune upload/channel0/OLD (finished 2020-01-01T00:00:00Z, "))
+        #expect(
+            dry.status == 0 && dry.stdout.contains("would prune upload/channel0/OLD (finished 2020-01-01T00:00:00Z, "))
         #expect(FileManager.default.fileExists(atPath: items.appendingPathComponent("OLD/evidence/bagit.txt").path))
 
         let prune = try voxpipe(["prune", out.path, "--older-than", "30d"])
         #expect(prune.status == 0)
-        #expect(prune.stdout.contains("pruned upload/channel0/OLD") && prune.stdout.contains("held    upload/channel0/HELD (legal hold)"))
+        #expect(
+            prune.stdout.contains("pruned upload/channel0/OLD")
+                && prune.stdout.contains("held    upload/channel0/HELD (legal hold)"))
         #expect(prune.stderr.contains("in 1 item; 1 on legal hold, 1 newer than 30d"))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: items.appendingPathComponent("OLD").path) == ["voxpipe.manifest.json"])
-        #expect(try voxpipe(["verify", items.appendingPathComponent("HELD").path, items.appendingPathComponent("NEW").path]).status == 0)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: items.appendingPathComponent("OLD").path) == [
+                "voxpipe.manifest.json"
+            ])
+        #expect(
+            try voxpipe(["verify", items.appendingPathComponent("HELD").path, items.appendingPathComponent("NEW").path])
+                .status == 0)
 
         // The same inputs again: nothing is redone, the pruned item included.
         let rerun = try voxpipe(["run", spec, input.path, "-o", out.path])
         #expect(rerun.status == 0 && rerun.stderr.contains("3 items: 0 done, 3 skipped, 0 failed"), "\(rerun.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: items.appendingPathComponent("OLD").path) == ["voxpipe.manifest.json"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: items.appendingPathComponent("OLD").path) == [
+                "voxpipe.manifest.json"
+            ])
 
         // Never beside a run on the same folder.
         let holder = Process()
@@ -122,6 +154,7 @@ import VoxTestSupport
         // Wait until flock holds it (a second flock -n then fails), not for a fixed time.
         while try run("/usr/bin/flock", ["-n", out.appendingPathComponent(".voxpipe.lock").path, "true"]).status == 0 {}
         let locked = try voxpipe(["prune", out.path, "--older-than", "0s"])
-        #expect(locked.status == 75 && locked.stderr.hasPrefix("voxpipe: error: another voxpipe run is using \(out.path)"))
+        #expect(
+            locked.status == 75 && locked.stderr.hasPrefix("voxpipe: error: another voxpipe run is using \(out.path)"))
     }
 }

@@ -2,7 +2,8 @@ import Foundation
 import VoxTestSupport
 
 /// The package's root folder.
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// The voxpipe binary built beside the test bundle.
 let voxpipeBinary: URL = {
@@ -22,12 +23,16 @@ struct Invocation {
 }
 
 /// Runs voxpipe with arguments; waits for it.
-func voxpipe(_ arguments: [String], environment: [String: String]? = nil, currentDirectory: URL? = nil) throws -> Invocation {
+func voxpipe(
+    _ arguments: [String], environment: [String: String]? = nil, currentDirectory: URL? = nil
+) throws -> Invocation {
     try run(voxpipeBinary.path, arguments, environment: environment, currentDirectory: currentDirectory)
 }
 
 /// Runs a program with arguments and no standard input; waits for it.
-func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil, currentDirectory: URL? = nil) throws -> Invocation {
+func run(
+    _ program: String, _ arguments: [String], environment: [String: String]? = nil, currentDirectory: URL? = nil
+) throws -> Invocation {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: program)
     process.arguments = arguments
@@ -37,17 +42,20 @@ func run(_ program: String, _ arguments: [String], environment: [String: String]
     let err = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-err-\(UUID().uuidString)")
     FileManager.default.createFile(atPath: out.path, contents: nil)
     FileManager.default.createFile(atPath: err.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
+    defer {
+        try? FileManager.default.removeItem(at: out)
+        try? FileManager.default.removeItem(at: err)
+    }
     process.standardOutput = try FileHandle(forWritingTo: out)
     process.standardError = try FileHandle(forWritingTo: err)
     process.standardInput = FileHandle.nullDevice
     try process.run()
     process.waitUntilExit()
-    return Invocation(status: process.terminationStatus,
-                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    return Invocation(
+        status: process.terminationStatus,
+        stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
 }
-
 
 func writeSpec(_ json: String, in dir: URL, name: String = "spec.json") throws -> URL {
     let url = dir.appendingPathComponent(name)
@@ -71,10 +79,14 @@ struct Running {
 
     func wait() -> Invocation {
         process.waitUntilExit()
-        defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
-        return Invocation(status: process.terminationStatus,
-                          stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                          stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        defer {
+            try? FileManager.default.removeItem(at: out)
+            try? FileManager.default.removeItem(at: err)
+        }
+        return Invocation(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
     }
 }
 

@@ -57,7 +57,9 @@ func removeWorkspace() {
 let target: any FuzzTarget = {
     LoggingSystem.bootstrap { _ in SwiftLogNoOpLogHandler() }
     let environment = ProcessInfo.processInfo.environment
-    guard let name = environment["VOXFUZZ_TARGET"] else { fail("set VOXFUZZ_TARGET to one of: \(targetNames.joined(separator: ", "))") }
+    guard let name = environment["VOXFUZZ_TARGET"] else {
+        fail("set VOXFUZZ_TARGET to one of: \(targetNames.joined(separator: ", "))")
+    }
     let root = URL(fileURLWithPath: environment["VOXFUZZ_ROOT"] ?? FileManager.default.currentDirectoryPath)
     let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("voxfuzz-\(name)-\(getpid())")
     do {

@@ -16,9 +16,16 @@ import VoxWrite
 func makeRegistry(root: URL) throws -> StageRegistry {
     let registry = StageRegistry(voxpipeStageKinds)
     let schema = try JSONValue.parse(Data(contentsOf: root.appendingPathComponent("Pipelines/schema.json")))
-    let kinds = Set((schema.objectValue?["$defs"]?.objectValue ?? [:]).values.compactMap { $0.objectValue?["properties"]?.objectValue?["kind"]?.objectValue?["const"]?.stringValue })
+    let kinds = Set(
+        (schema.objectValue?["$defs"]?.objectValue ?? [:]).values.compactMap {
+            $0.objectValue?["properties"]?.objectValue?["kind"]?.objectValue?["const"]?.stringValue
+        })
     guard kinds == Set(registry.kinds.map(\.kind)) else {
-        throw VoxError(.internal, "the fuzzer's registry (\(registry.kinds.map(\.kind).sorted())) is not Pipelines/schema.json's (\(kinds.sorted())): update Fuzz/Sources/voxfuzz/Targets.swift")
+        throw VoxError(
+            .internal,
+            "the fuzzer's registry (\(registry.kinds.map(\.kind).sorted())) is not Pipelines/schema.json's "
+                + "(\(kinds.sorted())): update Fuzz/Sources/voxfuzz/Targets.swift"
+        )
     }
     return registry
 }
@@ -43,7 +50,9 @@ struct DecodeTarget: FuzzTarget {
         case "FORM": return "aiff"
         case "caff": return "caf"
         case ".snd": return "au"
-        default: return magic.hasPrefix("ID3") || (head.count >= 2 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0) ? "mp3" : "bin"
+        default:
+            return magic.hasPrefix("ID3") || (head.count >= 2 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0)
+                ? "mp3" : "bin"
         }
     }
 
@@ -51,8 +60,9 @@ struct DecodeTarget: FuzzTarget {
         let url = workspace.appendingPathComponent("upload.\(Self.fileExtension(data))")
         try data.write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
-        let harness = try StageHarness(DecodeStage.self, options: ["fallback": "none", "blockFrames": 4096],
-                                       item: InputFile(url: url, relativePath: url.lastPathComponent, outputName: "upload"))
+        let harness = try StageHarness(
+            DecodeStage.self, options: ["fallback": "none", "blockFrames": 4096],
+            item: InputFile(url: url, relativePath: url.lastPathComponent, outputName: "upload"))
         let blocks = try blocking { try await harness.run([harness.item], commit: false).outputs }
         for block in blocks where block.format.channels > 0 { _ = WAVData.pcm16(block.samples, format: block.format) }
     }
@@ -69,36 +79,48 @@ struct UploadTarget: FuzzTarget {
     let output: URL
 
     static let spec = #"""
-    {"name": "fuzz-upload", "stages": [
-      {"id": "decode", "kind": "decode", "fallback": "none", "maxHours": 0.001, "sidecar": "ignore"},
-      {"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},
-      {"id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 2},
-      {"id": "turn", "kind": "write-wav"},
-      {"id": "mono48k", "kind": "resample", "from": "decode", "rate": 48000, "channels": 1},
-      {"id": "tail", "kind": "chunk", "mode": "tail", "seconds": 1},
-      {"id": "evidence", "kind": "write-evidence"}
-    ]}
-    """#
+        {"name": "fuzz-upload", "stages": [
+          {"id": "decode", "kind": "decode", "fallback": "none", "maxHours": 0.001, "sidecar": "ignore"},
+          {"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},
+          {"id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 2},
+          {"id": "turn", "kind": "write-wav"},
+          {"id": "mono48k", "kind": "resample", "from": "decode", "rate": 48000, "channels": 1},
+          {"id": "tail", "kind": "chunk", "mode": "tail", "seconds": 1},
+          {"id": "evidence", "kind": "write-evidence"}
+        ]}
+        """#
 
     init(workspace: URL, root: URL) throws {
         self.workspace = workspace
-        let plan = try Planner.plan(data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
+        let plan = try Planner.plan(
+            data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
         let output = workspace.appendingPathComponent("out")
         self.output = output
-        let context = StageContext(logger: Logger(label: "voxfuzz"), rateConversion: SoxrRateConversion(),
-                                   provenance: Provenance(spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.provenance))
-        runner = try blocking { try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context) }
+        let context = StageContext(
+            logger: Logger(label: "voxfuzz"), rateConversion: SoxrRateConversion(),
+            provenance: Provenance(
+                spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.provenance))
+        runner = try blocking {
+            try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context)
+        }
     }
 
     func run(_ data: Data) throws {
         let url = workspace.appendingPathComponent("upload.\(DecodeTarget.fileExtension(data))")
         try data.write(to: url)
-        defer { try? FileManager.default.removeItem(at: url); try? FileManager.default.removeItem(at: output) }
+        defer {
+            try? FileManager.default.removeItem(at: url)
+            try? FileManager.default.removeItem(at: output)
+        }
         let runner = self.runner
-        let result = try blocking { await runner.process(InputFile(url: url, relativePath: url.lastPathComponent, outputName: "upload")) }
+        let result = try blocking {
+            await runner.process(InputFile(url: url, relativePath: url.lastPathComponent, outputName: "upload"))
+        }
         for path in result.artifacts.map(\.path) where path.hasSuffix("/bagit.txt") {
             let problems = BagIt.verify(bag: output.appendingPathComponent(path).deletingLastPathComponent())
-            guard problems.isEmpty else { throw VoxError(.internal, "the bag does not verify: \(problems.joined(separator: "; "))") }
+            guard problems.isEmpty else {
+                throw VoxError(.internal, "the bag does not verify: \(problems.joined(separator: "; "))")
+            }
         }
     }
 }
@@ -114,25 +136,30 @@ struct SidecarTarget: FuzzTarget {
     let output: URL
 
     static let spec = #"""
-    {"name": "fuzz-sidecar", "stages": [
-      {"id": "decode", "kind": "decode", "channels": "split", "sidecar": "required"},
-      {"id": "mono48k", "kind": "resample", "rate": 48000, "channels": 1},
-      {"id": "tail", "kind": "chunk", "mode": "tail", "seconds": 1},
-      {"id": "evidence", "kind": "write-evidence", "organization": "fuzz"}
-    ]}
-    """#
+        {"name": "fuzz-sidecar", "stages": [
+          {"id": "decode", "kind": "decode", "channels": "split", "sidecar": "required"},
+          {"id": "mono48k", "kind": "resample", "rate": 48000, "channels": 1},
+          {"id": "tail", "kind": "chunk", "mode": "tail", "seconds": 1},
+          {"id": "evidence", "kind": "write-evidence", "organization": "fuzz"}
+        ]}
+        """#
 
     init(workspace: URL, root: URL) throws {
         self.workspace = workspace
-        plan = try Planner.plan(data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
+        plan = try Planner.plan(
+            data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
         let input = try freshFolder(workspace, "in")
         upload = input.appendingPathComponent("upload.wav")
         try toneWAV().write(to: upload)
         output = workspace.appendingPathComponent("out")
-        let context = StageContext(logger: Logger(label: "voxfuzz"), rateConversion: SoxrRateConversion(),
-                                   provenance: Provenance(spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.provenance))
+        let context = StageContext(
+            logger: Logger(label: "voxfuzz"), rateConversion: SoxrRateConversion(),
+            provenance: Provenance(
+                spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.provenance))
         let plan = self.plan, output = self.output
-        runner = try blocking { try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context) }
+        runner = try blocking {
+            try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context)
+        }
     }
 
     func run(_ data: Data) throws {
@@ -144,19 +171,29 @@ struct SidecarTarget: FuzzTarget {
             let result = try blocking { await runner.process(item) }
             // The sidecar was accepted and the upload is good: the item must come out whole.
             guard result.status == .done else {
-                throw VoxError(.internal, "\(item.displayName) failed after its sidecar was accepted: \(result.failure.map(\.description) ?? "?")")
+                throw VoxError(
+                    .internal,
+                    "\(item.displayName) failed after its sidecar was accepted: "
+                        + "\(result.failure.map(\.description) ?? "?")"
+                )
             }
             // And the bag it wrote must pass `voxpipe verify`, whatever the sidecar said.
             for path in result.artifacts.map(\.path) where path.hasSuffix("/bagit.txt") {
                 let problems = BagIt.verify(bag: output.appendingPathComponent(path).deletingLastPathComponent())
-                guard problems.isEmpty else { throw VoxError(.internal, "\(item.displayName): the bag does not verify: \(problems.joined(separator: "; "))") }
+                guard problems.isEmpty else {
+                    throw VoxError(
+                        .internal, "\(item.displayName): the bag does not verify: \(problems.joined(separator: "; "))")
+                }
             }
         }
     }
 
     func seeds() throws -> [String: Data] {
         [
-            "report.json": Data(#"{"reportId": "r-1", "reportedUser": "alice", "reporter": "bob", "reportedAt": "2024-05-01T10:00:00Z", "seats": {"0": "alice", "1": "bob"}}"#.utf8),
+            "report.json": Data(
+                #"{"reportId": "r-1", "reportedUser": "alice", "reporter": "bob", "reportedAt": "#
+                    + #""2024-05-01T10:00:00Z", "seats": {"0": "alice", "1": "bob"}}"#
+                    .utf8),
             "seat-list.json": Data(#"{"reportId": 42, "seats": ["alice", "bob"], "room": "lobby"}"#.utf8),
             "empty.json": Data("{}".utf8),
         ]
@@ -173,7 +210,9 @@ struct SpecTarget: FuzzTarget {
     init(workspace: URL, root: URL) throws {
         registry = try makeRegistry(root: root)
         let folder = try freshFolder(workspace, "specs")
-        try FileManager.default.copyItem(at: root.appendingPathComponent("Pipelines/tutor-rules.json"), to: folder.appendingPathComponent("tutor-rules.json"))
+        try FileManager.default.copyItem(
+            at: root.appendingPathComponent("Pipelines/tutor-rules.json"),
+            to: folder.appendingPathComponent("tutor-rules.json"))
         url = folder.appendingPathComponent("spec.json")
     }
 
@@ -192,17 +231,22 @@ struct SpecTarget: FuzzTarget {
 struct RulesTarget: FuzzTarget {
     let workspace: URL
 
-    static let texts = ["well MY NAME IS Anna", "", "hallo hallo (wie geht's?) {1} {text}", "Grüß Gott, ich heiße Jörg — 123 ✓"]
+    static let texts = [
+        "well MY NAME IS Anna", "", "hallo hallo (wie geht's?) {1} {text}", "Grüß Gott, ich heiße Jörg — 123 ✓",
+    ]
 
     func run(_ data: Data) throws {
         let url = workspace.appendingPathComponent("rules.json")
         try data.write(to: url)
         let provider = try RulesProvider(url: url)
-        let chunk = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 1, index: 0, cut: .voice)
+        let chunk = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 1, index: 0, cut: .voice)
         try blocking {
             var history: [ConversationTurn] = []
             for text in Self.texts {
-                let reply = try await provider.reply(to: Transcript(chunk: chunk, text: text, words: [], language: "de", provider: "fuzz", model: nil), history: history)
+                let reply = try await provider.reply(
+                    to: Transcript(chunk: chunk, text: text, words: [], language: "de", provider: "fuzz", model: nil),
+                    history: history)
                 history.append(ConversationTurn(user: text, assistant: reply ?? ""))
             }
         }
@@ -216,12 +260,16 @@ struct BagItTarget: FuzzTarget {
     /// The files an input can stand for, and their contents in the intact bag.
     let originals: [(name: String, data: Data)]
 
-    static let files = ["bagit.txt", "bag-info.txt", "manifest-sha256.txt", "manifest-sha512.txt", "tagmanifest-sha256.txt", "data/report.json"]
+    static let files = [
+        "bagit.txt", "bag-info.txt", "manifest-sha256.txt", "manifest-sha512.txt", "tagmanifest-sha256.txt",
+        "data/report.json",
+    ]
 
     init(workspace: URL) throws {
         bag = try freshFolder(workspace, "bag")
         let data = bag.appendingPathComponent("data")
-        try FileManager.default.createDirectory(at: data.appendingPathComponent("sub dir"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: data.appendingPathComponent("sub dir"), withIntermediateDirectories: true)
         try toneWAV(seconds: 0.01, channels: 1).write(to: data.appendingPathComponent("evidence.wav"))
         try Data(#"{"report": {"reportId": "r-1"}}"#.utf8).write(to: data.appendingPathComponent("report.json"))
         try Data("100% odd\nname".utf8).write(to: data.appendingPathComponent("sub dir/odd%name.txt"))
@@ -256,24 +304,27 @@ struct ChunksTarget: FuzzTarget {
     /// A short upload decoded, written as a WAV and split into parts of 256 bytes by a run of
     /// this spec.
     static let spec = #"""
-    {"name": "fuzz-chunks", "stages": [
-      {"id": "decode", "kind": "decode"},
-      {"id": "wav", "kind": "write-wav"},
-      {"id": "parts", "kind": "write-message-chunks", "bytes": 256}
-    ]}
-    """#
+        {"name": "fuzz-chunks", "stages": [
+          {"id": "decode", "kind": "decode"},
+          {"id": "wav", "kind": "write-wav"},
+          {"id": "parts", "kind": "write-message-chunks", "bytes": 256}
+        ]}
+        """#
 
     init(workspace: URL, root: URL) throws {
         let upload = workspace.appendingPathComponent("upload.wav")
         try toneWAV(seconds: 0.004, channels: 1).write(to: upload)
-        let plan = try Planner.plan(data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
+        let plan = try Planner.plan(
+            data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
         let output = workspace.appendingPathComponent("out")
         let context = StageContext(logger: Logger(label: "voxfuzz"))
         let result = try blocking {
             try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context)
                 .process(InputFile(url: upload, relativePath: "upload.wav", outputName: "upload"))
         }
-        guard result.status == .done, let path = result.artifacts.map(\.path).first(where: { $0.hasSuffix(".index.json") }) else {
+        guard result.status == .done,
+            let path = result.artifacts.map(\.path).first(where: { $0.hasSuffix(".index.json") })
+        else {
             throw VoxError(.internal, "the chunking run gave no index: \(result.failure.map(\.description) ?? "?")")
         }
         let indexURL = output.appendingPathComponent(path)
@@ -299,35 +350,61 @@ struct HTTPTarget: FuzzTarget {
     func run(_ data: Data) throws {
         let (which, body) = variant(data, of: 4)
         let response = HTTPResponse(status: 200, headers: ["content-type": "application/json"], body: body)
-        let chunk = AudioChunk(format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0, count: 160), start: 2, end: 2.01, index: 3, cut: .voice)
+        let chunk = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0, count: 160), start: 2,
+            end: 2.01, index: 3, cut: .voice)
         let out = workspace.appendingPathComponent("out")
         defer { try? FileManager.default.removeItem(at: out) }
         switch which {
         case 0:
             let (text, words, language) = try OpenAITranscriber.parse(response, offset: chunk.start)
-            let transcript = Transcript(chunk: chunk, text: text, words: words, language: language, provider: "openai", model: "whisper-1")
-            let harness = try StageHarness(WriteTranscriptStage.self, options: ["formats": ["txt", "srt", "vtt", "tsv", "json"]], outputDirectory: out)
+            let transcript = Transcript(
+                chunk: chunk, text: text, words: words, language: language, provider: "openai", model: "whisper-1")
+            let harness = try StageHarness(
+                WriteTranscriptStage.self, options: ["formats": ["txt", "srt", "vtt", "tsv", "json"]],
+                outputDirectory: out)
             _ = try blocking { try await harness.run([transcript]) }
         case 1:
             _ = try OpenAIReplier.parse(response)
         default:
             let audio = try OpenAISpeaker.decode(body, format: which == 2 ? "wav" : "pcm")
             guard !audio.samples.isEmpty else { return }
-            let transcript = Transcript(chunk: chunk, text: "hallo", words: [], language: "de", provider: "fuzz", model: nil)
-            let speech = Speech(audio: AudioChunk(format: audio.format, samples: audio.samples, start: chunk.start,
-                                                  end: chunk.start + Double(audio.samples.count) / Double(audio.format.sampleRate), index: chunk.index, cut: .synthesized),
-                                reply: Reply(transcript: transcript, text: "Hallo!"))
-            let harness = try StageHarness(WriteWAVStage.self, options: ["rate": 48000], outputDirectory: out, rateConversion: SoxrRateConversion())
+            let transcript = Transcript(
+                chunk: chunk, text: "hallo", words: [], language: "de", provider: "fuzz", model: nil)
+            let speech = Speech(
+                audio: AudioChunk(
+                    format: audio.format, samples: audio.samples, start: chunk.start,
+                    end: chunk.start + Double(audio.samples.count) / Double(audio.format.sampleRate),
+                    index: chunk.index, cut: .synthesized),
+                reply: Reply(transcript: transcript, text: "Hallo!"))
+            let harness = try StageHarness(
+                WriteWAVStage.self, options: ["rate": 48000], outputDirectory: out, rateConversion: SoxrRateConversion()
+            )
             _ = try blocking { try await harness.run([speech]) }
         }
     }
 
     func seeds() throws -> [String: Data] {
         [
-            "transcription.json": Data([0]) + Data(#"{"task": "transcribe", "language": "german", "duration": 1.5, "text": " Guten Morgen, Lehrer. ", "words": [{"word": "Guten", "start": 0.0, "end": 0.4, "probability": 0.98}, {"word": "Morgen,", "start": 0.4, "end": 0.9}, {"word": "Lehrer.", "start": 0.9, "end": 1.4}], "segments": [{"id": 0, "start": 0.0, "end": 1.4, "text": " Guten Morgen, Lehrer."}]}"#.utf8),
+            "transcription.json": Data([0])
+                + Data(
+                    #"{"task": "transcribe", "language": "german", "duration": 1.5, "text": " Guten Morgen, Lehrer. "#
+                        + #"", "words": [{"word": "Guten", "start": 0.0, "end": 0.4, "probability": 0.98}, {"word": "#
+                        + #""Morgen,", "start": 0.4, "end": 0.9}, {"word": "Lehrer.", "start": 0.9, "end": "#
+                        + #"1.4}], "segments": [{"id": 0, "start": 0.0, "end": 1.4, "text": " Guten Morgen, "#
+                        + #"Lehrer."}]}"#
+                        .utf8),
             "transcription-plain.json": Data([0]) + Data(#"{"text": "Hallo"}"#.utf8),
-            "chat.json": Data([1]) + Data(#"{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Sehr gut! Wie geht es dir?"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 20, "completion_tokens": 7}}"#.utf8),
-            "error.json": Data([1]) + Data(#"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#.utf8),
+            "chat.json": Data([1])
+                + Data(
+                    #"{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": "#
+                        + #"{"role": "assistant", "content": "Sehr gut! Wie geht es dir?"}, "finish_reason": "#
+                        + #""stop"}], "usage": {"prompt_tokens": 20, "completion_tokens": 7}}"#
+                        .utf8),
+            "error.json": Data([1])
+                + Data(
+                    #"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#
+                        .utf8),
             "speech.wav": Data([2]) + toneWAV(seconds: 0.005, channels: 1),
             "speech.pcm": Data([3]) + Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) }),
         ]
@@ -348,11 +425,14 @@ struct LedgerTarget: FuzzTarget {
         ledger = Ledger(outputDirectory: output, fingerprint: "fuzz-fingerprint", version: "fuzz")
         item = InputFile(url: input, relativePath: "upload.wav", outputName: "upload")
         let artifact = output.appendingPathComponent("upload/out.txt")
-        try FileManager.default.createDirectory(at: artifact.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: artifact.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data("hello\n".utf8).write(to: artifact)
         let record = try ledger.inputRecord(for: item, previous: nil)
-        try ledger.record(item, input: record, artifacts: [Artifact(path: "upload/out.txt", bytes: 6, sha256: Digest.hex(Data("hello\n".utf8)))],
-                          started: Date(timeIntervalSince1970: 0), seconds: 0.5, audioSeconds: 0.01)
+        try ledger.record(
+            item, input: record,
+            artifacts: [Artifact(path: "upload/out.txt", bytes: 6, sha256: Digest.hex(Data("hello\n".utf8)))],
+            started: Date(timeIntervalSince1970: 0), seconds: 0.5, audioSeconds: 0.01)
         manifest = try Data(contentsOf: ledger.manifestURL(for: item))
     }
 
