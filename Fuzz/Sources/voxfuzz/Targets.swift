@@ -191,8 +191,8 @@ struct SidecarTarget: FuzzTarget {
     func seeds() throws -> [String: Data] {
         [
             "report.json": Data(
-                #"{"reportId": "r-1", "reportedUser": "alice", "reporter": "bob", "reportedAt": "#
-                    + #""2024-05-01T10:00:00Z", "seats": {"0": "alice", "1": "bob"}}"#
+                (#"{"reportId": "r-1", "reportedUser": "alice", "reporter": "bob", "reportedAt": "#
+                    + #""2024-05-01T10:00:00Z", "seats": {"0": "alice", "1": "bob"}}"#)
                     .utf8),
             "seat-list.json": Data(#"{"reportId": 42, "seats": ["alice", "bob"], "room": "lobby"}"#.utf8),
             "empty.json": Data("{}".utf8),
@@ -385,29 +385,25 @@ struct HTTPTarget: FuzzTarget {
     }
 
     func seeds() throws -> [String: Data] {
-        [
-            "transcription.json": Data([0])
-                + Data(
-                    #"{"task": "transcribe", "language": "german", "duration": 1.5, "text": " Guten Morgen, Lehrer. "#
-                        + #"", "words": [{"word": "Guten", "start": 0.0, "end": 0.4, "probability": 0.98}, {"word": "#
-                        + #""Morgen,", "start": 0.4, "end": 0.9}, {"word": "Lehrer.", "start": 0.9, "end": "#
-                        + #"1.4}], "segments": [{"id": 0, "start": 0.0, "end": 1.4, "text": " Guten Morgen, "#
-                        + #"Lehrer."}]}"#
-                        .utf8),
-            "transcription-plain.json": Data([0]) + Data(#"{"text": "Hallo"}"#.utf8),
-            "chat.json": Data([1])
-                + Data(
-                    #"{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": "#
-                        + #"{"role": "assistant", "content": "Sehr gut! Wie geht es dir?"}, "finish_reason": "#
-                        + #""stop"}], "usage": {"prompt_tokens": 20, "completion_tokens": 7}}"#
-                        .utf8),
-            "error.json": Data([1])
-                + Data(
-                    #"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#
-                        .utf8),
-            "speech.wav": Data([2]) + toneWAV(seconds: 0.005, channels: 1),
-            "speech.pcm": Data([3]) + Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) }),
-        ]
+        let transcription: String =
+            #"{"task": "transcribe", "language": "german", "duration": 1.5, "text": " Guten Morgen, Lehrer. ", "#
+            + #""words": [{"word": "Guten", "start": 0.0, "end": 0.4, "probability": 0.98}, "#
+            + #"{"word": "Morgen,", "start": 0.4, "end": 0.9}, {"word": "Lehrer.", "start": 0.9, "end": 1.4}], "#
+            + #""segments": [{"id": 0, "start": 0.0, "end": 1.4, "text": " Guten Morgen, Lehrer."}]}"#
+        let chat: String =
+            #"{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": "#
+            + #"{"role": "assistant", "content": "Sehr gut! Wie geht es dir?"}, "finish_reason": "stop"}], "#
+            + #""usage": {"prompt_tokens": 20, "completion_tokens": 7}}"#
+        let error: String =
+            #"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#
+        var seeds: [String: Data] = [:]
+        seeds["transcription.json"] = Data([0]) + Data(transcription.utf8)
+        seeds["transcription-plain.json"] = Data([0]) + Data(#"{"text": "Hallo"}"#.utf8)
+        seeds["chat.json"] = Data([1]) + Data(chat.utf8)
+        seeds["error.json"] = Data([1]) + Data(error.utf8)
+        seeds["speech.wav"] = Data([2]) + toneWAV(seconds: 0.005, channels: 1)
+        seeds["speech.pcm"] = Data([3]) + Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
+        return seeds
     }
 }
 
