@@ -75,8 +75,7 @@ struct DecodeTarget: FuzzTarget {
 /// hours of 48 kHz audio.
 struct UploadTarget: FuzzTarget {
     let workspace: URL
-    let runner: Runner
-    let output: URL
+    let pipeline: SpecRun
 
     static let spec = #"""
         {"name": "fuzz-upload", "stages": [
@@ -92,48 +91,59 @@ struct UploadTarget: FuzzTarget {
 
     init(workspace: URL, root: URL) throws {
         self.workspace = workspace
-        let plan = try Planner.plan(
-            data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
-        let output = workspace.appendingPathComponent("out")
-        self.output = output
-        let context = StageContext(
-            logger: Logger(label: "voxfuzz"), rateConversion: SoxrRateConversion(),
-            provenance: Provenance(
-                spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.provenance))
-        runner = try blocking {
-            try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context)
-        }
+        pipeline = try SpecRun(Self.spec, workspace: workspace, root: root)
     }
 
     func run(_ data: Data) throws {
         let url = workspace.appendingPathComponent("upload.\(DecodeTarget.fileExtension(data))")
         try data.write(to: url)
-        defer {
-            try? FileManager.default.removeItem(at: url)
-            try? FileManager.default.removeItem(at: output)
-        }
-        let runner = self.runner
+        defer { try? FileManager.default.removeItem(at: url) }
+        _ = try pipeline.process(InputFile(url: url, relativePath: url.lastPathComponent, outputName: "upload"))
+    }
+}
+
+/// A spec run on one item at a time, as `voxpipe run` runs an item, each with a runner of its
+/// own (a run's digest cache holds every file it hashed: over 50000 inputs that is growth no
+/// real item has). Every bag the item wrote must pass `voxpipe verify`.
+struct SpecRun {
+    let plan: Plan
+    let context: StageContext
+    let output: URL
+
+    init(_ spec: String, workspace: URL, root: URL) throws {
+        plan = try Planner.plan(
+            data: Data(spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
+        context = StageContext(
+            logger: Logger(label: "voxfuzz"), rateConversion: SoxrRateConversion(),
+            provenance: Provenance(
+                spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.provenance))
+        output = workspace.appendingPathComponent("out")
+    }
+
+    func process(_ item: InputFile) throws -> ItemResult {
+        let plan = self.plan, context = self.context, output = self.output
+        defer { try? FileManager.default.removeItem(at: output) }
         let result = try blocking {
-            await runner.process(InputFile(url: url, relativePath: url.lastPathComponent, outputName: "upload"))
+            try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context)
+                .process(item)
         }
         for path in result.artifacts.map(\.path) where path.hasSuffix("/bagit.txt") {
             let problems = BagIt.verify(bag: output.appendingPathComponent(path).deletingLastPathComponent())
             guard problems.isEmpty else {
-                throw VoxError(.internal, "the bag does not verify: \(problems.joined(separator: "; "))")
+                throw VoxError(
+                    .internal, "\(item.displayName): the bag does not verify: \(problems.joined(separator: "; "))")
             }
         }
+        return result
     }
 }
 
 /// 2. `sidecar`: the bytes are an upload's report sidecar `X.json`, beside a short stereo WAV,
-/// through moderation-evidence's pipeline (split per seat, evidence bag): the sidecar decides
-/// the tracks, and its fields go into report.json and bag-info.txt.
+/// through moderation-evidence's pipeline (split per seat, evidence bag, which must verify):
+/// the sidecar decides the tracks, and its fields go into report.json and bag-info.txt.
 struct SidecarTarget: FuzzTarget {
-    let workspace: URL
-    let plan: Plan
-    let runner: Runner
+    let pipeline: SpecRun
     let upload: URL
-    let output: URL
 
     static let spec = #"""
         {"name": "fuzz-sidecar", "stages": [
@@ -145,45 +155,22 @@ struct SidecarTarget: FuzzTarget {
         """#
 
     init(workspace: URL, root: URL) throws {
-        self.workspace = workspace
-        plan = try Planner.plan(
-            data: Data(Self.spec.utf8), baseDirectory: workspace, registry: try makeRegistry(root: root))
-        let input = try freshFolder(workspace, "in")
-        upload = input.appendingPathComponent("upload.wav")
+        pipeline = try SpecRun(Self.spec, workspace: workspace, root: root)
+        upload = try freshFolder(workspace, "in").appendingPathComponent("upload.wav")
         try toneWAV().write(to: upload)
-        output = workspace.appendingPathComponent("out")
-        let context = StageContext(
-            logger: Logger(label: "voxfuzz"), rateConversion: SoxrRateConversion(),
-            provenance: Provenance(
-                spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.provenance))
-        let plan = self.plan, output = self.output
-        runner = try blocking {
-            try await Runner.prepare(plan, options: RunOptions(outputDirectory: output, jobs: 1), context: context)
-        }
     }
 
     func run(_ data: Data) throws {
         try data.write(to: upload.deletingPathExtension().appendingPathExtension("json"))
-        defer { try? FileManager.default.removeItem(at: output) }
-        let items = try plan.expand(InputFile(url: upload, relativePath: "upload.wav", outputName: "upload"))
-        let runner = self.runner
-        for item in items {
-            let result = try blocking { await runner.process(item) }
+        for item in try pipeline.plan.expand(InputFile(url: upload, relativePath: "upload.wav", outputName: "upload")) {
             // The sidecar was accepted and the upload is good: the item must come out whole.
+            let result = try pipeline.process(item)
             guard result.status == .done else {
                 throw VoxError(
                     .internal,
                     "\(item.displayName) failed after its sidecar was accepted: "
                         + "\(result.failure.map(\.description) ?? "?")"
                 )
-            }
-            // And the bag it wrote must pass `voxpipe verify`, whatever the sidecar said.
-            for path in result.artifacts.map(\.path) where path.hasSuffix("/bagit.txt") {
-                let problems = BagIt.verify(bag: output.appendingPathComponent(path).deletingLastPathComponent())
-                guard problems.isEmpty else {
-                    throw VoxError(
-                        .internal, "\(item.displayName): the bag does not verify: \(problems.joined(separator: "; "))")
-                }
             }
         }
     }
