@@ -63,12 +63,14 @@ struct RunReports {
         let now = Date().timeIntervalSince1970
         let failed = count(.failed) > 0 || interruptedBy != nil
         var lastSuccess: Double? = failed ? nil : now
+        let job = "job_name=\"\(escapeLabel(planName))\""
+        // Only this job's line: a file may hold several jobs' metrics.
         if lastSuccess == nil, let previous {
-            for line in previous.split(separator: "\n") where line.hasPrefix("voxpipe_last_success_timestamp_seconds") {
+            for line in previous.split(separator: "\n")
+            where line.hasPrefix("voxpipe_last_success_timestamp_seconds{") && line.contains(job) {
                 lastSuccess = line.split(separator: " ").last.flatMap { Double($0) }
             }
         }
-        let job = "job_name=\"\(escapeLabel(planName))\""
         let audio = results.filter { $0.status == .done }.compactMap(\.audioSeconds).reduce(0, +)
         var lines: [String] = []
         func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, Double)]) {

@@ -137,6 +137,13 @@ import FoundationXML
             try metrics(reports(), previous: previous)
                 == Self.metricsText(
                     job: "batch", done: 1, skipped: 1, failed: 1, audio: "10", success: 0, lastSuccess: "1700000000"))
+        // Another job's last success in the same file is not this job's.
+        let otherJob = Self.metricsText(
+            job: "other", done: 2, skipped: 0, failed: 0, audio: "1", success: 1, lastSuccess: "1600000000")
+        #expect(
+            try metrics(reports(), previous: otherJob)
+                == Self.metricsText(
+                    job: "batch", done: 1, skipped: 1, failed: 1, audio: "10", success: 0, lastSuccess: nil))
         // With nothing to keep, a failed run writes no last success.
         #expect(
             try metrics(reports(), previous: nil)
