@@ -363,23 +363,19 @@ public struct Checker {
                         done.count, seconds, audio, max),
                     metrics: ["realTimeFactor": rtf]))
         }
-        if let max = suite.budgets.maxWER {
-            let rate = outcome.words.rate
+        // Pooled error rates: every scored item's counts together.
+        for (metric, counts, max) in [
+            ("WER", outcome.words, suite.budgets.maxWER), ("CER", outcome.characters, suite.budgets.maxCER),
+        ] {
+            guard let max else { continue }
+            let unit = metric == "WER" ? "words" : "characters"
             out.append(
                 CheckResult(
-                    item: "run", name: "budget maxWER", passed: rate <= max + 1e-12,
+                    item: "run", name: "budget max\(metric)", passed: counts.rate <= max + 1e-12,
                     message: String(
-                        format: "overall WER %.2f%% over %d reference words (max %.2f%%)", rate * 100,
-                        outcome.words.referenceCount, max * 100),
-                    metrics: ["wer": rate]))
-        }
-        if let max = suite.budgets.maxCER {
-            let rate = outcome.characters.rate
-            out.append(
-                CheckResult(
-                    item: "run", name: "budget maxCER", passed: rate <= max + 1e-12,
-                    message: String(format: "overall CER %.2f%% (max %.2f%%)", rate * 100, max * 100),
-                    metrics: ["cer": rate]))
+                        format: "overall \(metric) %.2f%% over %d reference \(unit) (max %.2f%%)",
+                        counts.rate * 100, counts.referenceCount, max * 100),
+                    metrics: [metric.lowercased(): counts.rate]))
         }
         return out
     }

@@ -17,22 +17,17 @@ public struct TextNormalization: Sendable, Equatable, Codable {
     public var caseFold: Bool
     /// Remove Unicode punctuation and symbols, keeping apostrophes and hyphens inside words. Default true.
     public var removePunctuation: Bool
-    /// How numbers are treated. Only "keep" exists for now: numbers are left as written (no
-    /// spelling out, no digit conversion). Other values are not rejected, and are treated as "keep".
-    public var numbers: String
-
     /// Normalisation with the given options; numbers are kept as written.
     public init(caseFold: Bool = true, removePunctuation: Bool = true) {
         self.caseFold = caseFold
         self.removePunctuation = removePunctuation
-        self.numbers = "keep"
     }
 
     /// The default: NFC, lowercase (ß kept), punctuation removed, numbers as written.
     public static let standard = TextNormalization()
 
     private enum CodingKeys: String, CodingKey {
-        case caseFold, removePunctuation, numbers
+        case caseFold, removePunctuation
     }
 
     /// Decodes the options; a missing key takes its default, so `{}` is `.standard`.
@@ -41,7 +36,6 @@ public struct TextNormalization: Sendable, Equatable, Codable {
         self.init(
             caseFold: try container.decodeIfPresent(Bool.self, forKey: .caseFold) ?? true,
             removePunctuation: try container.decodeIfPresent(Bool.self, forKey: .removePunctuation) ?? true)
-        numbers = try container.decodeIfPresent(String.self, forKey: .numbers) ?? "keep"
     }
 
     /// One line for reports: e.g. "NFC, lowercase (ß kept), punctuation removed, numbers as written".
@@ -50,7 +44,7 @@ public struct TextNormalization: Sendable, Equatable, Codable {
             "NFC",
             caseFold ? "lowercase (ß kept)" : "case kept",
             removePunctuation ? "punctuation removed" : "punctuation kept",
-            numbers == "keep" ? "numbers as written" : "numbers as written (\"\(numbers)\" is not implemented)",
+            "numbers as written",
         ].joined(separator: ", ")
     }
 

@@ -64,7 +64,6 @@ import VoxCheck
         #expect(
             TextNormalization(caseFold: false, removePunctuation: false).summary
                 == "NFC, case kept, punctuation kept, numbers as written")
-        #expect(standard.numbers == "keep")
     }
 
     @Test func decodesWithDefaultsAndRoundTrips() throws {

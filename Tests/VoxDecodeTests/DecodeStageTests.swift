@@ -138,8 +138,8 @@ import VoxTestSupport
     @Test func anEmptyFileIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("empty.wav")
         try Data().write(to: url)
-        await #expect(throws: DecodeError.self) { try await decodeBlocks(url) }
-        do { _ = try await decodeBlocks(url) } catch { #expect("\(error)" == "empty file (0 bytes)") }
+        let error = await #expect(throws: DecodeError.self) { try await decodeBlocks(url) }
+        #expect(error?.message == "empty file (0 bytes)")
     }
 
     @Test func filesThatAreNotAudioSayWhatIsWrongWithThem() async throws {
@@ -193,23 +193,15 @@ import VoxTestSupport
             writeSoundFile(
                 url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 3,
                 samples: [Float](repeating: 0, count: 300)))
-        do {
-            _ = try await decodeBlocks(url, options: ["maxChannels": 2])
-            Issue.record("expected an error")
-        } catch {
-            #expect("\(error)" == "3 channels is more than maxChannels (2)")
-        }
+        let error = await #expect(throws: DecodeError.self) { try await decodeBlocks(url, options: ["maxChannels": 2]) }
+        #expect(error?.message == "3 channels is more than maxChannels (2)")
     }
 
     @Test func aSampleRateOutsideTheGuardIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("fast.wav")
         try wavHeader(channels: 1, rate: 1_000_000, dataBytes: 200).write(to: url)
-        do {
-            _ = try await decodeBlocks(url)
-            Issue.record("expected an error")
-        } catch {
-            #expect("\(error)" == "sample rate 1000000 Hz is outside 1 Hz…768 kHz")
-        }
+        let error = await #expect(throws: DecodeError.self) { try await decodeBlocks(url) }
+        #expect(error?.message == "sample rate 1000000 Hz is outside 1 Hz…768 kHz")
     }
 
     @Test func zeroChannelsIsAnItemError() async throws {
@@ -224,12 +216,10 @@ import VoxTestSupport
             writeSoundFile(
                 url, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 8000, channels: 1,
                 samples: [Float](repeating: 0, count: 80000)))
-        do {
-            _ = try await decodeBlocks(url, options: ["maxHours": 0.001])
-            Issue.record("expected an error")
-        } catch {
-            #expect("\(error)" == "the file declares 0.0 hours of audio, more than maxHours (0.001)")
+        let error = await #expect(throws: DecodeError.self) {
+            try await decodeBlocks(url, options: ["maxHours": 0.001])
         }
+        #expect(error?.message == "the file declares 0.0 hours of audio, more than maxHours (0.001)")
     }
 
     @Test func aZeroFrameFileGivesOneEmptyBlockWithItsFormat() async throws {
