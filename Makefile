@@ -21,13 +21,17 @@ test: setup
 demo: build-debug
 	@rm -rf $(DEMO_OUT)
 	$(DEBUG_BIN) validate Pipelines/lesson-tutor.json
-	$(DEBUG_BIN) run Pipelines/lesson-tutor.json Samples --output $(DEMO_OUT)
+	$(DEBUG_BIN) run Pipelines/lesson-tutor.json $(filter-out %.md,$(wildcard Samples/*.*)) --output $(DEMO_OUT)
+	$(DEBUG_BIN) run Pipelines/field-service-agents.json Samples/field-service --output $(DEMO_OUT)/field-service
 	@echo
 	@echo "demo outputs (one folder per sample: subtitles, spoken replies at 48 kHz, replies.json):"
 	@find $(DEMO_OUT) -type f ! -name '.*' | sort | sed 's/^/  /'
 	@echo
 	@echo "$(DEMO_OUT)/speech-de-44k-stereo/replies.json:"
 	@cat $(DEMO_OUT)/speech-de-44k-stereo/replies.json
+	@echo
+	@echo "$(DEMO_OUT)/field-service/book-job/records/job.json (a field-service session's saved job):"
+	@cat $(DEMO_OUT)/field-service/book-job/records/job.json
 
 bench: build
 	bench/bench.sh

@@ -16,7 +16,7 @@ let package = Package(
             name: "VoxpipeModules",
             targets: [
                 "VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply",
-                "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxStages",
+                "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages",
             ]),
     ],
     dependencies: [
@@ -49,6 +49,7 @@ let package = Package(
         .target(name: "VoxChunk", dependencies: ["VoxCore"]),
         .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
+        .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxHTTP"]),
         .target(
             name: "VoxSynthesize",
             dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
@@ -58,7 +59,7 @@ let package = Package(
             name: "VoxStages",
             dependencies: [
                 "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
-                "VoxWrite",
+                "VoxWrite", "VoxAgent",
             ]),
         .executableTarget(
             name: "voxpipe",
@@ -87,6 +88,7 @@ let package = Package(
             dependencies: ["VoxTestSupport", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore"]),
         .testTarget(
             name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
+        .testTarget(name: "VoxAgentTests", dependencies: ["VoxTestSupport", "VoxAgent", "VoxHTTP", "VoxCore"]),
         .testTarget(name: "VoxCheckTests", dependencies: ["VoxTestSupport", "VoxCheck", "VoxCore"]),
         .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore"]),
     ]

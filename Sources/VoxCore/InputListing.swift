@@ -89,6 +89,12 @@ public enum InputListing {
             let relative = path.hasPrefix(base) ? String(path.dropFirst(base.count)) : url.lastPathComponent
             files.append((url.standardizedFileURL, relative))
         }
+        // `X.json` beside `X.<ext>` is X's sidecar, not an input of its own (where JSON is read).
+        let stems = Set(
+            files.filter { $0.0.pathExtension.lowercased() != "json" }.map { $0.0.deletingPathExtension().path })
+        files.removeAll {
+            $0.0.pathExtension.lowercased() == "json" && stems.contains($0.0.deletingPathExtension().path)
+        }
         return (files, skipped)
     }
 

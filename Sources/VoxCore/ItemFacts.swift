@@ -7,9 +7,10 @@ import Foundation
 public enum ItemFact: String, Sendable, CaseIterable {
     /// The source file's own rate and channel count.
     case sourceFormat
-    /// The audio's length in seconds (also what the runner reports and the ledger keeps).
+    /// The audio's length in seconds (also what the runner reports and the ledger keeps), and
+    /// where decode cut it when the sidecar's `maxDurationMinutes` is shorter (`cutAt`).
     case audioSeconds
-    /// The upload's report sidecar fields, when it has one.
+    /// The upload's sidecar fields (a moderation report, a voice session), when it has one.
     case report
 }
 
@@ -21,6 +22,7 @@ public final class ItemFacts: @unchecked Sendable {
     private var _audioSeconds: Double?
     private var _report: [String: JSONValue]?
     private var _sourceFormat: AudioFormat?
+    private var _cutAt: Double?
 
     public init() {}
 
@@ -33,6 +35,12 @@ public final class ItemFacts: @unchecked Sendable {
     public var report: [String: JSONValue]? {
         get { lock.withLock { _report } }
         set { lock.withLock { _report = newValue } }
+    }
+
+    /// Where decode stopped because the sidecar's `maxDurationMinutes` ended the session.
+    public var cutAt: Double? {
+        get { lock.withLock { _cutAt } }
+        set { lock.withLock { _cutAt = newValue } }
     }
 
     public var sourceFormat: AudioFormat? {

@@ -9,6 +9,7 @@ public enum PayloadType: String, Sendable, CaseIterable, CustomStringConvertible
     case transcript = "Transcript"
     case reply = "Reply"
     case speech = "Speech"
+    case agentTurn = "AgentTurn"
     case artifact = "Artifact"
 
     public var description: String { rawValue }
@@ -20,6 +21,7 @@ public enum PayloadType: String, Sendable, CaseIterable, CustomStringConvertible
         case .reply: [.reply, .transcript, .audioChunk]
         case .transcript: [.transcript, .audioChunk]
         case .speech: [.speech, .audioChunk, .reply, .transcript]
+        case .agentTurn: [.agentTurn, .reply, .transcript, .audioChunk]
         default: [self]
         }
     }

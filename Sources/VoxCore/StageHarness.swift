@@ -37,15 +37,18 @@ public struct StageHarness<S: Stage> {
     }
 
     /// Feeds `inputs` (the stage's own input type), ends the input, and returns every output.
-    public func run(_ inputs: [S.Input], commit: Bool = true) async throws -> (outputs: [S.Output], facts: ItemFacts)
+    /// `facts` are what upstream stages learnt (a sidecar's fields).
+    public func run(
+        _ inputs: [S.Input], commit: Bool = true, facts: ItemFacts = ItemFacts()
+    ) async throws -> (outputs: [S.Output], facts: ItemFacts)
     where S.Input: Payload {
-        try await run(inputs.map { $0 as any Payload }, commit: commit)
+        try await run(inputs.map { $0 as any Payload }, commit: commit, facts: facts)
     }
 
     /// Feeds `inputs`, ends the input, and returns every output in order. When `commit` is set,
     /// reserved output files are moved into place as the runner would on success.
     public func run(
-        _ inputs: [any Payload], commit: Bool = true
+        _ inputs: [any Payload], commit: Bool = true, facts: ItemFacts = ItemFacts()
     ) async throws -> (outputs: [S.Output], facts: ItemFacts) {
         for (i, input) in inputs.enumerated() where S.Input(payload: input) == nil {
             throw HarnessError(
@@ -58,7 +61,7 @@ public struct StageHarness<S: Stage> {
         let outbox = PayloadChannel()
         let read = ReadCounter()
         let outputs = ItemOutputs(root: outputDirectory, folderName: item.outputName)
-        let context = ItemContext(item: item, outputs: outputs, logger: logs.logger())
+        let context = ItemContext(item: item, outputs: outputs, logger: logs.logger(), facts: facts)
         let stage = self.stage
         let collected: [S.Output] = try await withThrowingTaskGroup(of: [S.Output]?.self) { group in
             group.addTask {

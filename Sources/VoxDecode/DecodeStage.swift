@@ -295,6 +295,15 @@ public struct DecodeStage: Stage {
                     metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
             }
         }
+        // A session sidecar's `maxDurationMinutes`: audio beyond it is not decoded.
+        var cut = false
+        if endFrame == nil, let minutes = facts.report?["maxDurationMinutes"]?.numberValue, minutes > 0 {
+            let limit = Int64((minutes * 60 * Double(rate)).rounded())
+            if source.frames.map({ $0 > limit }) ?? true {
+                endFrame = limit
+                cut = source.frames != nil
+            }
+        }
         let firstFrame = offset
         let outFormat = file.track == nil ? source.format : AudioFormat(sampleRate: rate, channels: 1)
         var sent = false
@@ -312,8 +321,15 @@ public struct DecodeStage: Stage {
             sent = true
             if samples.isEmpty { break }
         }
-        if source.frames == nil || file.window != nil {
+        if source.frames == nil || file.window != nil || cut {
             facts.audioSeconds = Double(offset - firstFrame) / Double(rate)
+        }
+        if let endFrame, file.window == nil, cut || offset >= endFrame {
+            let seconds = Double(endFrame) / Double(rate)
+            facts.cutAt = seconds
+            logger.warning(
+                "\(file.displayName): decode: the session runs past its maxDurationMinutes; cut at \(Int(seconds)) s",
+                metadata: ["stage.id": .string(id)])
         }
     }
 

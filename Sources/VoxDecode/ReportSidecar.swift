@@ -141,6 +141,12 @@ public struct ReportSidecar: Sendable, Equatable {
                     .badInput, "report sidecar \(url.lastPathComponent): \(at)reportedAt is before recordingStartedAt")
             }
         }
+        if let v = object["maxDurationMinutes"], !(v.numberValue.map { $0.isFinite && $0 > 0 } ?? false) {
+            throw VoxError(
+                .badInput,
+                "sidecar \(url.lastPathComponent): maxDurationMinutes should be a number of minutes > 0, got "
+                    + "\(v.typeDescription == "a number" ? "\(v.numberValue ?? 0)" : v.typeDescription)")
+        }
         if let seats = object["seats"], seats.objectValue == nil && seats.arrayValue == nil {
             throw VoxError(
                 .badInput,

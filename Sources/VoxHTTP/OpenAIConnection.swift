@@ -30,8 +30,18 @@ public struct OpenAIConnection: Sendable {
     }
 
     public func postJSON(_ path: String, _ body: [String: Any]) async throws -> HTTPResponse {
-        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
-        return try await client.send(
+        try await post(
+            path,
+            json: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes]))
+    }
+
+    /// A JSON POST of a `JSONValue` body (canonical: sorted keys), as recordings need.
+    public func postJSON(_ path: String, _ body: JSONValue) async throws -> HTTPResponse {
+        try await post(path, json: body.canonicalData())
+    }
+
+    func post(_ path: String, json data: Data) async throws -> HTTPResponse {
+        try await client.send(
             HTTPRequest(
                 method: "POST", url: client.url(path), headers: [("Content-Type", "application/json")], body: data))
     }

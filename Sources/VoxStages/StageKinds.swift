@@ -1,3 +1,4 @@
+import VoxAgent
 import VoxChunk
 import VoxCore
 import VoxDecode
@@ -16,10 +17,13 @@ public let voxpipeStageKinds: [StageKind] = [
     StageKind(ChunkStage.self),
     StageKind(TranscribeStage.self),
     StageKind(ReplyStage.self),
+    StageKind(AgentStage.self),
     StageKind(SynthesizeStage.self),
     StageKind(WriteWAVStage.self),
     StageKind(WriteTranscriptStage.self),
     StageKind(WriteRepliesStage.self),
     StageKind(WriteEvidenceStage.self),
     StageKind(WriteMessageChunksStage.self),
+    StageKind(WriteAgentLogStage.self),
+    StageKind(WriteRecordsStage.self),
 ]

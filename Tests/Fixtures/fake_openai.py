@@ -9,7 +9,9 @@ Endpoints: GET /v1/models, POST /v1/audio/transcriptions, POST /v1/chat/completi
 POST /v1/audio/speech, all checking `Authorization: Bearer KEY`. Control: POST /_faults with
 a JSON list of faults, each {"path": "/v1/...", "kind": "status"|"stall"|"truncate"|"invalid-json"|"quota",
 "status": 500, "retryAfter": 1, "seconds": 5, "count": 1}, served to the next matching requests;
-GET /_log lists the requests seen (method, path, time, authorized) with no secret in it."""
+GET /_log lists the requests seen (method, path, time, authorized; a chat request's messages) with no
+secret in it. POST /_script with a JSON list of chat `message` objects (content, tool_calls, in the
+real wire format) queues answers for the next chat requests that offer `tools`, one each."""
 import io
 import json
 import math
@@ -21,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 KEY = sys.argv[1]
 FAULTS = []
+SCRIPT = []
 LOG = []
 LOCK = threading.Lock()
 
@@ -83,6 +86,10 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 FAULTS.extend(json.loads(body))
             return self.send(200, b"{}")
+        if self.path == "/_script":
+            with LOCK:
+                SCRIPT.extend(json.loads(body))
+            return self.send(200, b"{}")
         if self.path == "/_log":
             with LOCK:
                 return self.send(200, json.dumps(LOG).encode())
@@ -118,6 +125,14 @@ class Handler(BaseHTTPRequestHandler):
                                               "text": " Guten Morgen Lehrer", "words": words, "model": fields.get("model")}).encode())
         if self.path == "/v1/chat/completions":
             request = json.loads(body)
+            with LOCK:
+                LOG[-1]["messages"] = request["messages"]
+                scripted = SCRIPT.pop(0) if SCRIPT and "tools" in request else None
+            if scripted is not None:
+                finish = "tool_calls" if scripted.get("tool_calls") else "stop"
+                return self.send(200, json.dumps({"id": "chatcmpl-2", "object": "chat.completion", "model": request["model"],
+                                                  "choices": [{"index": 0, "message": dict({"role": "assistant", "content": None}, **scripted),
+                                                               "finish_reason": finish}]}).encode())
             turns = sum(1 for m in request["messages"] if m["role"] == "user")
             last = request["messages"][-1]["content"]
             content = f"Turn {turns}: Sehr gut! Du sagtest: {last}. ({request['model']})"

@@ -50,7 +50,13 @@ public final class FakeOpenAIServer: @unchecked Sendable {
         _ = try call("POST", "/_faults", body: JSONSerialization.data(withJSONObject: faults))
     }
 
-    /// The requests seen so far: method, path, time, authorized.
+    /// Queues chat answers for the next requests that offer tools: each a `message` object as the
+    /// wire has it (`["tool_calls": [...]]` or `["content": "…"]`).
+    public func script(_ messages: [[String: Any]]) throws {
+        _ = try call("POST", "/_script", body: JSONSerialization.data(withJSONObject: messages))
+    }
+
+    /// The requests seen so far: method, path, time, authorized (and a chat request's messages).
     public func log() throws -> [[String: Any]] {
         (try JSONSerialization.jsonObject(with: call("GET", "/_log")) as? [[String: Any]]) ?? []
     }
