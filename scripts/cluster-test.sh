@@ -372,8 +372,9 @@ hashes "$FAULT" >"$T/faulted.sha256"
 cmp -s "$T/clean.sha256" "$T/faulted.sha256" ||
   die "outputs differ from the clean run's: $(diff "$T/clean.sha256" "$T/faulted.sha256" | head -n 5)"
 "$VOXPIPE" report "$FAULT" --json >"$T/merged-faulted.json" || die "faulted run: voxpipe report exited $?"
-merged=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["items"], s["failed"], len(s["duplicates"]))' \
-  "$T/merged-faulted.json")
+merged=$(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+print(s["items"], s["failed"], len(s["duplicates"]))' "$T/merged-faulted.json")
 [ "$merged" = "$ITEMS 0 0" ] || die "faulted run: merged report says items, failed, duplicates = $merged"
 say "faults: rerun redid task 1's $redone1 unfinished items and nothing else; $(wc -l <"$T/clean.sha256")" \
   "outputs byte-identical to the clean run's; no temporaries; voxpipe report: $ITEMS items, none failed"
