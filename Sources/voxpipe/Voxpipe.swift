@@ -16,7 +16,8 @@ struct Voxpipe: AsyncParsableCommand {
             """,
         version: voxpipeVersion,
         subcommands: [
-            RunCommand.self, CheckCommand.self, ValidateCommand.self, PruneCommand.self, StagesCommand.self,
+            RunCommand.self, CheckCommand.self, ReportCommand.self, ValidateCommand.self, PruneCommand.self,
+            StagesCommand.self,
             SchemaCommand.self, VerifyCommand.self, JoinCommand.self,
         ]
     )
