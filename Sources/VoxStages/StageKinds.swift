@@ -17,6 +17,7 @@ public let voxpipeStageKinds: [StageKind] = [
     StageKind(TranscribeStage.self),
     StageKind(ReplyStage.self),
     StageKind(SynthesizeStage.self),
+    StageKind(WriteAudioStage.self),
     StageKind(WriteWAVStage.self),
     StageKind(WriteTranscriptStage.self),
     StageKind(WriteRepliesStage.self),
