@@ -6,26 +6,6 @@ import VoxTestSupport
 
 @testable import VoxWrite
 
-/// The duration ffprobe reads from a file's container and stream, in seconds.
-func probedDuration(_ url: URL) throws -> (codec: String, rate: Int, seconds: Double) {
-    guard let ffprobe = ExternalTool.find("ffprobe") else { throw HarnessError("ffprobe is not on PATH") }
-    let result = try ExternalTool.capture(
-        ffprobe,
-        [
-            "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,sample_rate",
-            "-show_entries", "format=duration", "-of", "default=noprint_wrappers=1", url.path,
-        ])
-    var fields: [String: String] = [:]
-    for line in result.stdout.split(separator: "\n") {
-        let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
-        if parts.count == 2 { fields[parts[0]] = parts[1] }
-    }
-    guard result.status == 0, let codec = fields["codec_name"], let rate = fields["sample_rate"].flatMap(Int.init),
-        let seconds = fields["duration"].flatMap(Double.init)
-    else { throw HarnessError("ffprobe cannot read \(url.lastPathComponent): \(result.stderr)") }
-    return (codec, rate, seconds)
-}
-
 /// The seconds of audio ffmpeg decodes from a file (every packet decoded, not the header's claim).
 func decodedSeconds(_ url: URL) throws -> Double {
     guard let ffmpeg = ExternalTool.find("ffmpeg") else { throw HarnessError("ffmpeg is not on PATH") }
