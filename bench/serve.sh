@@ -11,6 +11,7 @@ mkdir -p "$W"
 TEXT_N=${BENCH_SERVE_TEXT:-200}
 AUDIO_N=${BENCH_SERVE_AUDIO:-16}
 MEMORY_N=${BENCH_SERVE_MEMORY:-2000}
+SATURATE_N=${BENCH_SERVE_SATURATE:-32}
 
 # An 8-s clip: the German sample padded with silence, as a client's WAV.
 sox Samples/speech-de-44k-stereo.flac -r 16000 -c 1 "$W/clip8.wav" pad 0 8 trim 0 8
@@ -43,7 +44,7 @@ $LOAD --path $API/process-text --body "$W/text.json" -n "$MEMORY_N" -c 4 --rss $
 
 echo
 echo "== /healthz while 16 clients keep /process-audio saturated"
-$LOAD --path $API/process-audio --body "$W/audio.json" -n 32 -c 16 --label "/process-audio (load)" > "$W/saturate.txt" &
+$LOAD --path $API/process-audio --body "$W/audio.json" -n "$SATURATE_N" -c 16 --label "/process-audio (load)" > "$W/saturate.txt" &
 LOADER=$!
 sleep 2
 $LOAD --path /healthz -n 200 -c 1 --label "/healthz (saturated)"
