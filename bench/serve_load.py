@@ -55,6 +55,6 @@ for t in threads: t.join()
 wall = time.perf_counter() - start
 lat = sorted(latencies)
 q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))] * 1000
-print(f"{a.label:<28} c={a.c:<3} n={a.n:<5} {a.n / wall:8.1f} req/s   p50 {q(0.50):8.1f} ms   p99 {q(0.99):8.1f} ms   statuses {dict(sorted(statuses.items()))}")
+print(f"{a.label:<28} c={a.c:<3} n={a.n:<5} {a.n / wall:8.2f} req/s   p50 {q(0.50):8.1f} ms   p99 {q(0.99):8.1f} ms   statuses {dict(sorted(statuses.items()))}")
 if a.rss:
     print("  RSS (MB) after N requests: " + ", ".join(f"{n}: {k / 1024:.1f}" for n, k in rss))
