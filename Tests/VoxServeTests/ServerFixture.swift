@@ -84,7 +84,13 @@ let lessonTutor = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.jso
 
 /// One server on the lesson-tutor spec for the tests that only read from it (models load once).
 enum SharedServer {
-    static let tutor = Task { try await ServerFixture.start(spec: lessonTutor) { $0.maxBodyBytes = 1 << 20 } }
+    // A long timeout: the whole test suite runs beside it, and a busy machine is not the server's fault.
+    static let tutor = Task {
+        try await ServerFixture.start(spec: lessonTutor) {
+            $0.maxBodyBytes = 1 << 20
+            $0.timeout = 900
+        }
+    }
 }
 
 /// What ffprobe reads from an encoded answer: codec and seconds.
