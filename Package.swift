@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        // `voxpipe serve` (VoxServe): the tutor REST API.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
     ],
     targets: [
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
@@ -61,11 +63,18 @@ let package = Package(
                 "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
                 "VoxWrite", "VoxAgent",
             ]),
+        .target(
+            name: "VoxServe",
+            dependencies: [
+                "VoxCore", "VoxDecode", "VoxWrite",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "voxpipe",
             dependencies: [
                 "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
-                "VoxWrite", "VoxCheck", "VoxStages",
+                "VoxWrite", "VoxCheck", "VoxStages", "VoxServe",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -90,6 +99,12 @@ let package = Package(
             name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
         .testTarget(name: "VoxAgentTests", dependencies: ["VoxTestSupport", "VoxAgent", "VoxHTTP", "VoxCore"]),
         .testTarget(name: "VoxCheckTests", dependencies: ["VoxTestSupport", "VoxCheck", "VoxCore"]),
+        .testTarget(
+            name: "VoxServeTests",
+            dependencies: [
+                "VoxTestSupport", "VoxServe", "VoxHTTP", "VoxStages", "VoxResample", "VoxWrite", "VoxCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore"]),
     ]
 )

@@ -356,3 +356,6 @@ t5=$(measure "$BIN" run "$E15/spec.json" "$E15/in5" -o "$E15/o5" --force)
 t60=$(measure "$BIN" run "$E15/spec.json" "$E15/in60" -o "$E15/o60" --force)
 t60f=$(measure "$BIN" run "$E15/spec.json" "$E15/in60f" -o "$E15/o60f" --force)
 echo "minute 5 of 5 (WAV): ${t5% *}s; minute 30 of 60: WAV ${t60% *}s (ratio $(ratio "${t60% *}" "${t5% *}")), FLAC ${t60f% *}s (ratio $(ratio "${t60f% *}" "${t5% *}")); peak RSS ${t5#* } / ${t60#* } / ${t60f#* } KiB"
+
+# --- voxpipe serve (issue 14) -----------------------------------------------------------------
+BENCH_BIN=$BIN bench/serve.sh

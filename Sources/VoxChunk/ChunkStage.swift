@@ -1,3 +1,4 @@
+import Foundation
 import VoxCore
 
 /// `chunk`: AudioBlock → AudioChunk. Cuts a stream into bounded segments, each with its span in
@@ -7,12 +8,14 @@ import VoxCore
 ///   padded, with long turns split at their quietest point. Silence gives no chunks.
 /// - `tail`: the last `seconds` of the stream, from a ring buffer whose memory does not grow
 ///   with the input.
+/// - `whole`: the whole stream as one chunk (a clip its sender already cut, as `voxpipe serve`
+///   gets); a stream longer than `seconds` fails the item rather than grow without bound.
 /// Holds at most one chunk's worth of audio and flushes it at end of input.
 public struct ChunkStage: Stage {
     public typealias Input = AudioBlock
     public typealias Output = AudioChunk
 
-    public enum Mode: String, Sendable, CaseIterable { case window, voice, tail }
+    public enum Mode: String, Sendable, CaseIterable { case window, voice, tail, whole }
 
     public struct Configuration: Sendable {
         public var mode: Mode
@@ -27,10 +30,11 @@ public struct ChunkStage: Stage {
     public static let options: [OptionSpec] = [
         OptionSpec(
             "mode", .choice(Mode.allCases.map(\.rawValue)), default: "window",
-            help: "window: fixed windows; voice: speech segments; tail: the last `seconds`."),
+            help: "window: fixed windows; voice: speech segments; tail: the last `seconds`; whole: one chunk."),
         OptionSpec(
             "seconds", .number(0.01...86400),
-            help: "window: window length (default 8); tail: length kept (default 300)."),
+            help: "window: window length (default 8); tail: length kept (default 300); whole: longest (default 300)."
+        ),
         OptionSpec(
             "overlap", .number(0...3600), default: 0, help: "window: seconds each window shares with the one before."),
         OptionSpec("minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment."),
@@ -48,7 +52,7 @@ public struct ChunkStage: Stage {
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
         let mode = options.choice("mode", as: Mode.self) ?? .window
-        let seconds = options.double("seconds") ?? (mode == .tail ? 300 : 8)
+        let seconds = options.double("seconds") ?? (mode == .tail || mode == .whole ? 300 : 8)
         let overlap = options.double("overlap") ?? 0
         if mode == .window && overlap >= seconds {
             throw options.error("overlap", "must be shorter than the window (\(seconds) s)")
@@ -94,7 +98,7 @@ public struct ChunkStage: Stage {
                 throw ChunkError(
                     .unsupported, "the stream changed format mid-way (\(current.format) to \(block.format))")
             }
-            for chunk in current.push(block) { try await output.send(chunk) }
+            for chunk in try current.push(block) { try await output.send(chunk) }
         }
         if let cutter { for chunk in cutter.finish() { try await output.send(chunk) } }
     }
@@ -104,6 +108,7 @@ public struct ChunkStage: Stage {
         case .window: WindowCutter(format: format, seconds: configuration.seconds, overlap: configuration.overlap)
         case .voice: VoiceCutter(format: format, settings: configuration.voice)
         case .tail: TailCutter(format: format, seconds: configuration.seconds)
+        case .whole: WholeCutter(format: format, seconds: configuration.seconds)
         }
     }
 }
@@ -120,8 +125,45 @@ public enum ChunkFailure: FailureCode {
 /// One item's chunking state: blocks in, finished chunks out.
 protocol Cutter: AnyObject {
     var format: AudioFormat { get }
-    func push(_ block: AudioBlock) -> [AudioChunk]
+    func push(_ block: AudioBlock) throws -> [AudioChunk]
     func finish() -> [AudioChunk]
+}
+
+/// The whole stream as one chunk, up to `seconds`; more fails the item.
+final class WholeCutter: Cutter {
+    let format: AudioFormat
+    private let limit: Int
+    private let seconds: Double
+    private var samples: [Float] = []
+    private var start: Int64?
+
+    init(format: AudioFormat, seconds: Double) {
+        self.format = format
+        self.seconds = seconds
+        limit = max(1, Int((seconds * Double(format.sampleRate)).rounded())) * format.channels
+    }
+
+    func push(_ block: AudioBlock) throws -> [AudioChunk] {
+        if start == nil { start = block.frameOffset }
+        guard samples.count + block.samples.count <= limit else {
+            throw ChunkError(
+                .unsupported,
+                "the audio is longer than \(String(format: "%g", seconds)) s, the most mode whole takes as one chunk")
+        }
+        samples.append(contentsOf: block.samples)
+        return []
+    }
+
+    func finish() -> [AudioChunk] {
+        let frames = samples.count / format.channels
+        guard frames > 0, let start else { return [] }
+        let rate = Double(format.sampleRate)
+        return [
+            AudioChunk(
+                format: format, samples: samples, start: Double(start) / rate,
+                end: Double(start + Int64(frames)) / rate, index: 0, cut: .whole)
+        ]
+    }
 }
 
 /// Fixed windows with overlap; the last short window is kept.

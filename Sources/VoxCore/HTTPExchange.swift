@@ -36,6 +36,13 @@ public struct HTTPResponse: Sendable, Codable, Equatable {
     }
 }
 
+/// A key a client of `voxpipe serve --allow-client-keys` sent with its request. For the time of
+/// that request (the task and its children) HTTP providers send it instead of the key the spec's
+/// provider names; it is never logged and is stripped from errors and recordings like that one.
+public enum ClientCredentials {
+    @TaskLocal public static var apiKey: String?
+}
+
 /// Performs one exchange: gives the server's response (any status), or throws for a connection
 /// that failed or timed out (`HTTPError` with `.connection` / `.timeout` in VoxHTTP's transport).
 public protocol HTTPTransport: Sendable {

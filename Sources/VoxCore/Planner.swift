@@ -68,6 +68,16 @@ public struct Plan: Sendable {
         return items
     }
 
+    /// Stage `index` and every stage it feeds, directly or not.
+    public func descendants(of index: Int) -> Set<Int> {
+        var found: Set<Int> = []
+        var stack = [index]
+        while let i = stack.popLast() {
+            if nodes.indices.contains(i), found.insert(i).inserted { stack += nodes[i].children }
+        }
+        return found
+    }
+
     /// How many seconds at the end of `node`'s output are all that any stage downstream needs;
     /// nil when something needs the whole stream.
     public func lookback(after index: Int) -> Double? {

@@ -203,35 +203,8 @@ public struct Runner: Sendable {
             return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
         }
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                let inboxes = plan.nodes.map { _ in PayloadChannel() }
-                // An inbox fed by several stages ends when the last of them ends.
-                let producers = ProducerCount(plan.nodes.map { max(1, $0.parents.count) })
-                for node in plan.nodes {
-                    let stage = stages[node.index]
-                    let inbox = inboxes[node.index]
-                    let downstream = node.children.map { inboxes[$0] }
-                    group.addTask {
-                        do {
-                            try await stage.run(input: inbox, output: downstream, sink: collector, item: context)
-                            for child in node.children where producers.finished(child) { inboxes[child].finish() }
-                            // A stage that stopped reading early must not leave its producer waiting.
-                            for try await _ in inbox {}
-                        } catch {
-                            let failure = Self.failure(error, node: node)
-                            for channel in downstream { channel.fail(failure) }
-                            throw failure
-                        }
-                    }
-                    if node.parents.isEmpty {
-                        group.addTask {
-                            await inbox.send(item)
-                            inbox.finish()
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
+            let root = plan.nodes.first { $0.parents.isEmpty } ?? plan.nodes[0]
+            try await drive(item, into: root.index, context: context, sink: collector)
             try Task.checkCancellation()
             // Hash the input before the outputs go into place: a file that changed under us is
             // then recorded as what was read, at worst.
@@ -253,6 +226,51 @@ public struct Runner: Sendable {
             return ItemResult(
                 item: item, status: .failed, failure: failure, seconds: elapsed(),
                 audioSeconds: context.facts.audioSeconds)
+        }
+    }
+
+    /// Runs one value through part of the plan, for a server answering one request with the stages
+    /// a batch run uses (and the engines they loaded once): `value` goes to the input of stage
+    /// `start`, and that stage and every stage it feeds, directly or not, run as in `process`.
+    /// Every value any of them gives goes to `sink`. Nothing is committed or recorded: the caller
+    /// owns `context.outputs`. Throws the first stage's failure (a `StageFailure`).
+    public func respond(
+        to value: any Payload, at start: Int, context: ItemContext, sink: any OutputSink
+    ) async throws {
+        try await drive(value, into: start, context: context, sink: sink)
+    }
+
+    /// Feeds `value` to stage `start` and runs it and its descendants, each in its own task, until
+    /// all have ended; a failure fails every stage after it.
+    func drive(_ value: any Payload, into start: Int, context: ItemContext, sink: any OutputSink) async throws {
+        let active = plan.descendants(of: start)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let inboxes = plan.nodes.map { _ in PayloadChannel() }
+            // An inbox fed by several stages ends when the last of them that runs ends.
+            let producers = ProducerCount(
+                plan.nodes.map { $0.index == start ? 1 : max(1, $0.parents.filter(active.contains).count) })
+            for node in plan.nodes where active.contains(node.index) {
+                let stage = stages[node.index]
+                let inbox = inboxes[node.index]
+                let downstream = node.children.map { inboxes[$0] }
+                group.addTask {
+                    do {
+                        try await stage.run(input: inbox, output: downstream, sink: sink, item: context)
+                        for child in node.children where producers.finished(child) { inboxes[child].finish() }
+                        // A stage that stopped reading early must not leave its producer waiting.
+                        for try await _ in inbox {}
+                    } catch {
+                        let failure = Self.failure(error, node: node)
+                        for channel in downstream { channel.fail(failure) }
+                        throw failure
+                    }
+                }
+            }
+            group.addTask {
+                await inboxes[start].send(value)
+                inboxes[start].finish()
+            }
+            try await group.waitForAll()
         }
     }
 

@@ -222,12 +222,19 @@ public struct ItemContext: Sendable {
     /// Facts stages learn about the item (decode: its format, length and report), for the runner
     /// and for stages that record them.
     public var facts: ItemFacts
+    /// The conversation this item continues (`voxpipe serve`: the channel's); nil makes the item
+    /// a conversation of its own.
+    public var conversation: Conversation?
 
-    public init(item: InputFile, outputs: ItemOutputs, logger: Logger, facts: ItemFacts = ItemFacts()) {
+    public init(
+        item: InputFile, outputs: ItemOutputs, logger: Logger, facts: ItemFacts = ItemFacts(),
+        conversation: Conversation? = nil
+    ) {
         self.item = item
         self.outputs = outputs
         self.logger = logger
         self.facts = facts
+        self.conversation = conversation
     }
 }
 

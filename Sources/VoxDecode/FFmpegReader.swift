@@ -16,30 +16,23 @@ final class FFmpegReader {
     static func tools(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> (ffmpeg: URL, ffprobe: URL)? {
-        let path = environment["PATH"] ?? "/usr/bin:/bin"
-        func find(_ name: String) -> URL? {
-            for dir in path.split(separator: ":") {
-                let url = URL(fileURLWithPath: String(dir)).appendingPathComponent(name)
-                if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-            }
-            return nil
-        }
-        guard let ffmpeg = find("ffmpeg"), let ffprobe = find("ffprobe") else { return nil }
+        guard let ffmpeg = ExternalTool.find("ffmpeg", environment: environment),
+            let ffprobe = ExternalTool.find("ffprobe", environment: environment)
+        else { return nil }
         return (ffmpeg, ffprobe)
     }
 
     /// The format and duration of the first audio stream, from ffprobe.
     static func probe(url: URL, ffprobe: URL) throws -> (format: AudioFormat, duration: Double?) {
-        let probe = try Self.capture(
+        let probe = try ExternalTool.capture(
             ffprobe,
             [
                 "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate,channels:format=duration",
                 "-of", "default=noprint_wrappers=1", url.path,
             ])
         guard probe.status == 0 else {
-            throw DecodeError(
-                .ffmpegFailed,
-                "ffprobe: \(Self.lastLine(probe.stderr, path: url.path, fallback: "exit status \(probe.status)"))")
+            let line = ExternalTool.lastLine(probe.stderr, path: url.path, fallback: "exit status \(probe.status)")
+            throw DecodeError(.ffmpegFailed, "ffprobe: \(line)")
         }
         var fields: [String: String] = [:]
         for line in probe.stdout.split(separator: "\n") {
@@ -98,9 +91,9 @@ final class FFmpegReader {
             process.waitUntilExit()
             if process.terminationStatus != 0 {
                 let log = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
-                throw DecodeError(
-                    .ffmpegFailed,
-                    "ffmpeg: \(Self.lastLine(log, path: path, fallback: "exit status \(process.terminationStatus)"))")
+                let line = ExternalTool.lastLine(
+                    log, path: path, fallback: "exit status \(process.terminationStatus)")
+                throw DecodeError(.ffmpegFailed, "ffmpeg: \(line)")
             }
             return []
         }
@@ -113,33 +106,4 @@ final class FFmpegReader {
     }
 
     func cancel() { if process.isRunning { process.terminate() } }
-
-    /// The most telling line of an ffmpeg tool's stderr: its last, without the input's path or
-    /// the `[demuxer @ 0x…]` prefix (a pointer that changes every run).
-    static func lastLine(_ text: String, path: String, fallback: String) -> String {
-        guard var line = text.split(separator: "\n").last.map(String.init) else { return fallback }
-        if line.hasPrefix(path + ": ") { line.removeFirst(path.count + 2) }
-        if line.hasPrefix("["), let end = line.firstIndex(of: "]") { line = String(line[line.index(after: end)...]) }
-        line = line.trimmingCharacters(in: .whitespaces)
-        return line.isEmpty ? fallback : line
-    }
-
-    static func capture(_ tool: URL, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Small outputs: read both fully, then wait.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self),
-            String(decoding: errData, as: UTF8.self)
-        )
-    }
 }

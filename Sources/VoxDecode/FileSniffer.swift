@@ -2,8 +2,9 @@ import Foundation
 
 /// Says what is wrong with a file no decoder would read, from its first bytes, in a user's
 /// terms (too short, text, no audio format starts like this, a known container that is damaged
-/// or unsupported) rather than in the words of whichever library guessed last.
-enum FileSniffer {
+/// or unsupported) rather than in the words of whichever library guessed last. `voxpipe serve`
+/// sniffs uploads with it too, rather than trust the MIME type a client sends.
+public enum FileSniffer {
     /// Audio containers by their signature: (offset, bytes, name).
     static let signatures: [(Int, [UInt8], String)] = [
         (0, Array("RIFF".utf8), "WAV"), (0, Array("RF64".utf8), "RF64"), (0, Array("riff".utf8), "W64"),
@@ -15,7 +16,7 @@ enum FileSniffer {
     ]
 
     /// The smallest file that could hold an audio header.
-    static let minimumBytes = 12
+    public static let minimumBytes = 12
 
     /// Why `url` is not audio a decoder could read; nil if its first bytes look like a known
     /// audio format (then it is damaged or unsupported, which the caller says with the decoder's
@@ -38,7 +39,7 @@ enum FileSniffer {
     }
 
     /// The container a file's first bytes announce, if any (an MPEG audio frame counts as MP3).
-    static func format(of head: [UInt8]) -> String? {
+    public static func format(of head: [UInt8]) -> String? {
         for (offset, bytes, name) in signatures
         where head.count >= offset + bytes.count && Array(head[offset..<offset + bytes.count]) == bytes {
             return name

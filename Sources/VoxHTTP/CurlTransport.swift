@@ -32,12 +32,15 @@ public enum HTTPFailure: FailureCode {
 
 /// Performs exchanges with libcurl. A blocking call, so it runs on a thread of its own rather
 /// than one of Swift's cooperative ones. Easy handles are pooled and reused, so connections to
-/// the server stay open between requests (keep-alive).
-final class CurlTransport: HTTPTransport, @unchecked Sendable {
+/// the server stay open between requests (keep-alive). Public for clients of voxpipe's own
+/// servers (the `voxpipe serve` tests).
+public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     static let initialized: Bool = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK }()
 
     private let lock = NSLock()
     private var idle: [UnsafeMutableRawPointer] = []
+
+    public init() {}
 
     deinit { for handle in idle { curl_easy_cleanup(handle) } }
 
@@ -51,7 +54,7 @@ final class CurlTransport: HTTPTransport, @unchecked Sendable {
 
     private func giveBack(_ handle: UnsafeMutableRawPointer) { lock.withLock { idle.append(handle) } }
 
-    func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(with: Result { try self.performBlocking(request) })

@@ -39,7 +39,7 @@ public final class HTTPClient: Sendable {
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         if case .replay(let folder) = recording { return try replay(request, from: folder) }
         var authorized = request
-        if let apiKey { authorized.headers.append(("Authorization", "Bearer \(apiKey)")) }
+        if let apiKey = self.key { authorized.headers.append(("Authorization", "Bearer \(apiKey)")) }
         authorized.connectTimeout = settings.connectTimeout
         authorized.timeout = settings.timeout(forBytes: request.body.count)
         authorized.lowSpeedBytes = settings.lowSpeedBytes
@@ -127,8 +127,11 @@ public final class HTTPClient: Sendable {
     }
 
     /// The error with the key (if a server echoed it) replaced.
+    /// The key this request goes with: a serve client's (`ClientCredentials`), else the provider's.
+    var key: String? { ClientCredentials.apiKey ?? apiKey }
+
     func redacted(_ error: HTTPError) -> HTTPError {
-        guard let apiKey, !apiKey.isEmpty, error.message.contains(apiKey) else { return error }
+        guard let apiKey = key, !apiKey.isEmpty, error.message.contains(apiKey) else { return error }
         return HTTPError(error.code, error.message.replacingOccurrences(of: apiKey, with: "[redacted]"))
     }
 
@@ -158,7 +161,9 @@ public final class HTTPClient: Sendable {
             request.url.hasPrefix(settings.baseURL)
             ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
         var clean = response
-        if let apiKey, !apiKey.isEmpty, let text = String(data: response.body, encoding: .utf8), text.contains(apiKey) {
+        if let apiKey = key, !apiKey.isEmpty, let text = String(data: response.body, encoding: .utf8),
+            text.contains(apiKey)
+        {
             clean.body = Data(text.replacingOccurrences(of: apiKey, with: "[redacted]").utf8)
         }
         let exchange = Exchange(

@@ -1,16 +1,5 @@
 import VoxCore
 
-/// One exchange of a conversation: what the learner said and what was answered.
-public struct ConversationTurn: Sendable, Equatable {
-    public var user: String
-    public var assistant: String
-
-    public init(user: String, assistant: String) {
-        self.user = user
-        self.assistant = assistant
-    }
-}
-
 /// A reply engine behind the `reply` stage. It gets the earlier turns of the same item (the
 /// conversation so far), which a chat model needs to remember the lesson.
 public protocol ReplyProvider: Sendable {

@@ -1,8 +1,9 @@
 import VoxCore
 
 /// `reply`: Transcript → Reply. Answers each non-empty transcript through the provider the spec
-/// names, passing the item's earlier turns as conversation memory. Empty transcripts (chunks
-/// without words) get no reply.
+/// names, passing the item's earlier turns as conversation memory (or, when the item brings a
+/// `Conversation` of its own, as `voxpipe serve` does per channel, that conversation's turns).
+/// Empty transcripts (chunks without words) get no reply.
 public struct ReplyStage: Stage {
     public typealias Input = Transcript
     public typealias Output = Reply
@@ -43,10 +44,12 @@ public struct ReplyStage: Stage {
     public func prepare() async throws { try await provider.prepare() }
 
     public func run(_ input: Inbox<Transcript>, _ output: Outbox<Reply>, _ item: ItemContext) async throws {
-        var history: [ConversationTurn] = []
+        var history = item.conversation?.turns ?? []
         for try await transcript in input where !transcript.text.allSatisfy(\.isWhitespace) {
             guard let text = try await provider.reply(to: transcript, history: history) else { continue }
-            history.append(ConversationTurn(user: transcript.text, assistant: text))
+            let turn = ConversationTurn(user: transcript.text, assistant: text)
+            history.append(turn)
+            item.conversation?.append(turn)
             try await output.send(Reply(transcript: transcript, text: text))
         }
     }

@@ -19,6 +19,7 @@ public let voxpipeStageKinds: [StageKind] = [
     StageKind(ReplyStage.self),
     StageKind(AgentStage.self),
     StageKind(SynthesizeStage.self),
+    StageKind(WriteAudioStage.self),
     StageKind(WriteWAVStage.self),
     StageKind(WriteTranscriptStage.self),
     StageKind(WriteRepliesStage.self),

@@ -2,20 +2,23 @@ internal import CSndFile
 import Foundation
 import VoxCore
 
-/// A WAV file being written with libsndfile. Float samples are clipped, not wrapped, into the
+/// A file being written with libsndfile. Float samples are clipped, not wrapped, into the
 /// integer encodings, and no PEAK chunk is added, so equal audio gives equal bytes.
 final class SndFileWriter {
     private var handle: OpaquePointer?
     let url: URL
     let format: AudioFormat
 
-    init(url: URL, format: AudioFormat, encoding: WAVEncoding) throws {
+    /// `major` is a libsndfile major format (with its codec for the compressed ones); `encoding`
+    /// the PCM subtype of WAV and FLAC, nil for codecs that set their own.
+    init(url: URL, format: AudioFormat, major: Int32, encoding: WAVEncoding?, name: String = "WAV") throws {
         var info = SF_INFO()
         info.samplerate = Int32(format.sampleRate)
         info.channels = Int32(format.channels)
-        info.format = Int32(SF_FORMAT_WAV) | encoding.subtype
+        info.format = major | (encoding?.subtype ?? 0)
         guard sf_format_check(&info) != 0 else {
-            throw WriteError(.unsupported, "libsndfile cannot write WAV \(encoding.rawValue) at \(format)")
+            let detail = encoding.map { " \($0.rawValue)" } ?? ""
+            throw WriteError(.unsupported, "libsndfile cannot write \(name)\(detail) at \(format)")
         }
         guard let handle = sf_open(url.path, Int32(SFM_WRITE), &info) else {
             throw WriteError(
@@ -28,7 +31,25 @@ final class SndFileWriter {
         sf_command(handle, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
     }
 
+    /// A WAV file.
+    convenience init(url: URL, format: AudioFormat, encoding: WAVEncoding) throws {
+        try self.init(url: url, format: format, major: Int32(SF_FORMAT_WAV), encoding: encoding)
+    }
+
     deinit { if let handle { sf_close(handle) } }
+
+    /// Sets the codec's quality (libsndfile's compression level is 1 - quality) and bit-rate
+    /// mode, before the first write; codecs without them ignore them.
+    func configure(quality: Double?, bitrateMode: BitrateMode?) {
+        guard let handle else { return }
+        if var mode = bitrateMode?.sndfile {
+            sf_command(handle, Int32(SFC_SET_BITRATE_MODE), &mode, Int32(MemoryLayout<Int32>.size))
+        }
+        if let quality {
+            var level = 1 - min(1, max(0, quality))
+            sf_command(handle, Int32(SFC_SET_COMPRESSION_LEVEL), &level, Int32(MemoryLayout<Double>.size))
+        }
+    }
 
     func write(_ samples: [Float]) throws {
         guard let handle else { throw WriteError(.writeFailed, "\(url.lastPathComponent) is already closed") }
@@ -52,7 +73,7 @@ final class SndFileWriter {
     }
 }
 
-/// Sample encodings a WAV writer offers.
+/// Sample encodings the WAV and FLAC writers offer.
 public enum WAVEncoding: String, Sendable, CaseIterable {
     case pcm16, pcm24, float32
 

@@ -28,7 +28,7 @@ public struct WriteRepliesStage: Stage {
 
     public struct Configuration: Sendable {
         public var embedAudio: Bool
-        /// The id of the write-wav stage that writes the spoken replies, to name their files.
+        /// The id of the write-audio (or write-wav) stage that writes the spoken replies, to name their files.
         public var audioFrom: String?
     }
 
@@ -40,7 +40,8 @@ public struct WriteRepliesStage: Stage {
         ),
         OptionSpec(
             "audioFrom", .string,
-            help: "Id of the write-wav stage writing the spoken replies; each turn then names its file (`audioFile`)."),
+            help: "Id of the write-audio (or write-wav) stage writing the spoken replies; each turn then names its "
+                + "file (`audioFile`)."),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -53,10 +54,15 @@ public struct WriteRepliesStage: Stage {
 
     public let id: String
     public let configuration: Configuration
+    /// The extension of the spoken replies' files: the format the `audioFrom` stage declares.
+    let audioExtension: String
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
         self.configuration = configuration
+        audioExtension =
+            context.provenance.stages.first { $0.objectValue?["id"]?.stringValue == configuration.audioFrom }?
+            .objectValue?["format"]?.stringValue ?? "wav"
     }
 
     struct Turn: Encodable {
@@ -88,7 +94,9 @@ public struct WriteRepliesStage: Stage {
             let chunk = reply.transcript.chunk
             let file =
                 speech != nil
-                ? configuration.audioFrom.map { ItemOutputs.fileName(stageID: $0, index: chunk.index, ext: "wav") }
+                ? configuration.audioFrom.map {
+                    ItemOutputs.fileName(stageID: $0, index: chunk.index, ext: audioExtension)
+                }
                 : nil
             let audio =
                 configuration.embedAudio

@@ -17,8 +17,7 @@ struct Voxpipe: AsyncParsableCommand {
         version: voxpipeVersion,
         subcommands: [
             RunCommand.self, CheckCommand.self, ReportCommand.self, ValidateCommand.self, PruneCommand.self,
-            StagesCommand.self,
-            SchemaCommand.self, VerifyCommand.self, JoinCommand.self,
+            StagesCommand.self, SchemaCommand.self, VerifyCommand.self, JoinCommand.self, ServeCommand.self,
         ]
     )
 }

@@ -177,3 +177,27 @@ import VoxTestSupport
         #expect(ring.contents() == [15, 16, 17, 18, 19])
     }
 }
+
+@Suite struct WholeModeTests {
+    let format = AudioFormat(sampleRate: 1000, channels: 2)
+
+    @Test func aClipWithPausesAndLongerThanAVoiceTurnIsOneChunk() async throws {
+        // 12 s: speech, a 2-s pause, speech; voice mode with maxSeconds 8 would cut it.
+        let samples =
+            sine(rate: 1000, channels: 2, seconds: 5, frequency: 50)
+            + [Float](repeating: 0, count: 2 * 2000) + sine(rate: 1000, channels: 2, seconds: 5, frequency: 50)
+        let chunks = try await chunk(samples, format: format, options: ["mode": "whole"])
+        #expect(chunks.count == 1)
+        #expect(chunks.first?.cut == .whole)
+        #expect(chunks.first?.start == 0 && chunks.first?.end == 12)
+        #expect(chunks.first?.samples == samples)
+    }
+
+    @Test func aStreamLongerThanSecondsFailsInsteadOfGrowing() async throws {
+        let error = await #expect(throws: ChunkError.self) {
+            _ = try await chunk(
+                [Float](repeating: 0.1, count: 2 * 3500), format: format, options: ["mode": "whole", "seconds": 3])
+        }
+        #expect(error?.message == "the audio is longer than 3 s, the most mode whole takes as one chunk")
+    }
+}

@@ -159,3 +159,24 @@ public func fuzzRegression(_ target: String, _ name: String) -> URL {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/fuzz-regressions/\(target)/\(name)")
 }
+
+/// What ffprobe reads from an audio file: its first audio stream's codec and rate, and the
+/// container's duration in seconds.
+public func probedDuration(_ url: URL) throws -> (codec: String, rate: Int, seconds: Double) {
+    guard let ffprobe = ExternalTool.find("ffprobe") else { throw HarnessError("ffprobe is not on PATH") }
+    let result = try ExternalTool.capture(
+        ffprobe,
+        [
+            "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,sample_rate",
+            "-show_entries", "format=duration", "-of", "default=noprint_wrappers=1", url.path,
+        ])
+    var fields: [String: String] = [:]
+    for line in result.stdout.split(separator: "\n") {
+        let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+        if parts.count == 2 { fields[parts[0]] = parts[1] }
+    }
+    guard result.status == 0, let codec = fields["codec_name"], let rate = fields["sample_rate"].flatMap(Int.init),
+        let seconds = fields["duration"].flatMap(Double.init)
+    else { throw HarnessError("ffprobe cannot read \(url.lastPathComponent): \(result.stderr)") }
+    return (codec, rate, seconds)
+}

@@ -1,0 +1,199 @@
+import Foundation
+import Logging
+import VoxCore
+import VoxDecode
+import VoxWrite
+
+/// The tutor's stages, loaded once from a spec and run per request: the same stages, providers,
+/// models and rules as `voxpipe run` on that spec, so the same audio gets the same
+/// transcription and reply.
+///
+/// A request is one turn. The spec is changed in two ways for that: every `chunk` stage runs in
+/// mode `whole` (the client already cut the clip; no 8-s cutting), and the writers (and what reads
+/// from them) are left out: the answer goes back in the response, not to files.
+///
+///   audio ─▶ [decode] ─▶ [resample] ─▶ [chunk: whole] ─▶ [transcribe] ─▶ [reply] ─▶ [synthesize]
+///   text ─────────────────────────────────────────────────────────────────┘
+public final class TutorPipeline: Sendable {
+    /// The plan as served (chunking whole, no writers).
+    public let plan: Plan
+    let runner: Runner
+    let transcribeIndex: Int
+    let replyIndex: Int
+    let scratch: URL
+    let logger: Logger
+    let rateConversion: (any RateConversion)?
+
+    /// Plans the spec for serving and prepares every stage once (models load here): throws
+    /// `VoxError(.invalidSpec)` for a spec without transcribe, reply and synthesize stages, and
+    /// `.unavailable` for a provider that will not load, as `run` does.
+    public init(
+        spec: JSONValue, baseDirectory: URL, name: String, registry: StageRegistry, context: StageContext,
+        maxClipSeconds: Double
+    ) async throws {
+        let served = try Self.servedSpec(spec, registry: registry, maxClipSeconds: maxClipSeconds)
+        let plan = try Planner.plan(json: served, baseDirectory: baseDirectory, defaultName: name, registry: registry)
+        self.plan = plan
+        func first(_ kind: String) throws -> Plan.Node {
+            guard let node = plan.nodes.first(where: { $0.kind.kind == kind }) else {
+                throw VoxError(
+                    .invalidSpec,
+                    "serve answers with transcribe, reply and synthesize stages, but the spec has no \(kind) stage")
+            }
+            return node
+        }
+        let transcribe = try first("transcribe"), reply = try first("reply"), synthesize = try first("synthesize")
+        guard plan.descendants(of: transcribe.index).contains(reply.index),
+            plan.descendants(of: reply.index).contains(synthesize.index)
+        else {
+            throw VoxError(
+                .invalidSpec,
+                "serve needs '\(reply.id)' (reply) to read from '\(transcribe.id)' (transcribe) and "
+                    + "'\(synthesize.id)' (synthesize) from '\(reply.id)'")
+        }
+        transcribeIndex = transcribe.index
+        replyIndex = reply.index
+        logger = context.logger
+        rateConversion = context.rateConversion
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "voxpipe-serve-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        runner = try await Runner.prepare(
+            plan, options: RunOptions(outputDirectory: scratch, jobs: 1), context: context)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: scratch) }
+
+    /// The spec as served: `from` made explicit, writers and everything fed by them left out,
+    /// every chunk stage in mode whole up to `maxClipSeconds`.
+    static func servedSpec(_ spec: JSONValue, registry: StageRegistry, maxClipSeconds: Double) throws -> JSONValue {
+        guard var top = spec.objectValue, let stages = top["stages"]?.arrayValue else {
+            // Let the planner say what is wrong with it.
+            return spec
+        }
+        var kept: [JSONValue] = []
+        var dropped: Set<String> = []
+        var previous: String?
+        for value in stages {
+            guard var stage = value.objectValue, let id = stage["id"]?.stringValue else { return spec }
+            defer { previous = id }
+            let from: [String]
+            if let one = stage["from"]?.stringValue {
+                from = [one]
+            } else if let list = stage["from"]?.arrayValue {
+                from = list.compactMap(\.stringValue)
+            } else {
+                from = previous.map { [$0] } ?? []
+                if let previous { stage["from"] = .string(previous) }
+            }
+            let kind = stage["kind"]?.stringValue ?? ""
+            if registry[kind]?.output == .artifact || from.contains(where: dropped.contains) {
+                dropped.insert(id)
+                continue
+            }
+            if kind == "chunk" {
+                stage = stage.filter { ["id", "kind", "from"].contains($0.key) }
+                stage["mode"] = .string("whole")
+                stage["seconds"] = .number(maxClipSeconds)
+            }
+            kept.append(.object(stage))
+        }
+        top["stages"] = .array(kept)
+        return .object(top)
+    }
+
+    /// What one turn gave.
+    public struct Answer: Sendable {
+        public var transcription: String
+        public var reply: String
+        /// The spoken reply (all of it, when the reply was spoken in parts); nil when there was
+        /// no reply to speak.
+        public var speech: AudioChunk?
+    }
+
+    /// Transcribes a clip (a file in any format the decoder reads) as one turn and answers it.
+    public func answer(audioFile url: URL, conversation: Conversation) async throws -> Answer {
+        let item = InputFile(url: url, relativePath: url.lastPathComponent, outputName: "request")
+        let root = plan.nodes.first { $0.parents.isEmpty }?.index ?? 0
+        return try await run(item, value: item, at: root, conversation: conversation)
+    }
+
+    /// Answers a text turn: the stages from reply on.
+    public func answer(text: String, conversation: Conversation) async throws -> Answer {
+        let chunk = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 0, index: 0, cut: .text)
+        let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
+        let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "text", outputName: "request")
+        return try await run(item, value: transcript, at: replyIndex, conversation: conversation)
+    }
+
+    func run(_ item: InputFile, value: any Payload, at start: Int, conversation: Conversation) async throws -> Answer {
+        let folder = "request-\(UUID().uuidString)"
+        let context = ItemContext(
+            item: item, outputs: ItemOutputs(root: scratch, folderName: folder), logger: logger,
+            conversation: conversation)
+        defer { try? FileManager.default.removeItem(at: scratch.appendingPathComponent(folder)) }
+        let collector = TurnCollector()
+        try await runner.respond(to: value, at: start, context: context, sink: collector)
+        return collector.answer(text: (value as? Transcript)?.text)
+    }
+
+    /// Encodes speech as a file of `encoding`'s format, converted to a rate its codec takes.
+    public func encode(_ speech: AudioChunk, as encoding: AudioEncoding) throws -> Data {
+        let rate = encoding.format.writableRate(speech.format.sampleRate)
+        var samples = speech.samples
+        if rate != speech.format.sampleRate {
+            guard let rateConversion else {
+                throw VoxError(.internal, "speech at \(speech.format.sampleRate) Hz needs a rate converter")
+            }
+            samples = try rateConversion.converter(
+                channels: speech.format.channels, from: speech.format.sampleRate, to: rate
+            ).convertAll(samples)
+        }
+        let url = scratch.appendingPathComponent("speech-\(UUID().uuidString).\(encoding.format.ext)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try encoding.write(samples, format: AudioFormat(sampleRate: rate, channels: speech.format.channels), to: url)
+        return try Data(contentsOf: url)
+    }
+
+    /// A folder for request uploads, removed with the pipeline.
+    var uploads: URL { scratch }
+}
+
+/// Keeps what a turn's stages gave: transcripts, replies and speech, in order.
+final class TurnCollector: OutputSink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var transcripts: [String] = []
+    private var replies: [String] = []
+    private var speech: [AudioChunk] = []
+
+    func collect(_ payload: any Payload) {
+        lock.withLock {
+            switch payload {
+            case let transcript as Transcript: transcripts.append(transcript.text)
+            case let reply as Reply: replies.append(reply.text)
+            case let spoken as Speech: speech.append(spoken.audio)
+            default: break
+            }
+        }
+    }
+
+    /// The turn's answer; `text` is the transcription a text turn came with.
+    func answer(text: String?) -> TutorPipeline.Answer {
+        lock.withLock {
+            let transcription = text ?? transcripts.joined(separator: " ")
+            var audio: AudioChunk?
+            if var first = speech.first {
+                // A reply spoken in parts is one answer.
+                for part in speech.dropFirst() where part.format == first.format {
+                    first.samples += part.samples
+                    first.end += part.end - part.start
+                }
+                audio = first
+            }
+            return TutorPipeline.Answer(
+                transcription: transcription.trimmingCharacters(in: .whitespacesAndNewlines),
+                reply: replies.joined(separator: " "), speech: audio)
+        }
+    }
+}

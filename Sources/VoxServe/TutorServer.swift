@@ -1,0 +1,405 @@
+import Foundation
+import Hummingbird
+import Logging
+import VoxCore
+import VoxDecode
+
+/// `voxpipe serve`: the German tutor's REST API (the routes its mobile clients call) on
+/// Hummingbird, answering every turn with one `TutorPipeline` loaded at start.
+///
+///   POST {prefix}/process-audio  {audio, mimeType}  → {success, transcription, reply, audio}
+///   POST {prefix}/process-text   {text}             → {success, reply, audio}
+///   POST {prefix}/join-with-bot  {userId, userName} → {success, appId, channel, token, message}
+///   POST {prefix}/stop                              → {success, message, previousChannel}
+///   GET  {prefix}/status                            → {success, isRunning, channel, startedAt}
+///   GET  /healthz, GET /metrics
+///
+/// Every failure is `{"success": false, "error": "…"}` with its status: 400 bad JSON, base64 or
+/// fields, 413 too large a body, 415 audio of no known format, 422 audio the pipeline cannot use,
+/// 500 a pipeline failure, 503 (with Retry-After) when every turn and queue place is taken, 504
+/// past the timeout.
+public final class TutorServer: Sendable {
+    public let settings: ServeSettings
+    let pipeline: TutorPipeline
+    let metrics = ServeMetrics()
+    let admission: Admission
+    let session = BotSession()
+    let conversations: Conversations
+    let logger: Logger
+
+    /// The routes' names in metrics, besides the prefix.
+    static let routes = ["/process-audio", "/process-text", "/join-with-bot", "/stop", "/status"]
+    /// The channel of requests that name none while no session runs.
+    static let defaultChannel = "default"
+
+    public init(pipeline: TutorPipeline, settings: ServeSettings, logger: Logger) {
+        self.pipeline = pipeline
+        self.settings = settings
+        self.logger = logger
+        admission = Admission(limit: settings.concurrency, queue: settings.queue)
+        conversations = Conversations(limit: settings.maxConversations)
+    }
+
+    /// Listens until the task is cancelled (or, with `signals`, SIGTERM/SIGINT arrive: then it
+    /// stops taking connections and lets the running requests finish). `onListening` gets the
+    /// port taken (the one asked for, or a free one for 0).
+    public func run(
+        handlingSignals signals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
+        let app = Application(
+            router: makeRouter(),
+            configuration: ApplicationConfiguration(
+                address: .hostname(settings.host, port: settings.port), serverName: "voxpipe"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
+            logger: logger)
+        if signals {
+            try await app.runService()
+        } else {
+            try await app.run()
+        }
+    }
+
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: JSONErrorMiddleware())
+        router.get("/healthz") { _, _ in self.json(200, ["success": true, "status": "ok"]) }
+        router.get("/metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(string: self.metrics.render())))
+        }
+        let api = router.group(RouterPath(settings.routePrefix))
+        api.post("/process-audio") { request, _ in
+            await self.answer("/process-audio", request, pipeline: true) { try await self.processAudio($0) }
+        }
+        api.post("/process-text") { request, _ in
+            await self.answer("/process-text", request, pipeline: true) { try await self.processText($0) }
+        }
+        api.post("/join-with-bot") { request, _ in
+            await self.answer("/join-with-bot", request) { try await self.join($0) }
+        }
+        api.post("/stop") { request, _ in
+            await self.answer("/stop", request, bodyRequired: false) { _ in
+                let previous = await self.session.stop()
+                if let previous { self.conversations.forget(previous) }
+                return [
+                    "success": true,
+                    "message": previous == nil ? "The bot was not running" : "The bot left the channel",
+                    "previousChannel": previous.map { $0 as Any } ?? NSNull(),
+                ]
+            }
+        }
+        api.get("/status") { request, _ in
+            await self.answer("/status", request, bodyRequired: false) { _ in
+                let (channel, started) = await (self.session.channel, self.session.startedAt)
+                return [
+                    "success": true, "isRunning": channel != nil, "channel": channel.map { $0 as Any } ?? NSNull(),
+                    "startedAt": started.map { Self.iso8601($0) as Any } ?? NSNull(),
+                ]
+            }
+        }
+        return router
+    }
+
+    // MARK: routes
+
+    func processAudio(_ body: [String: Any]) async throws -> [String: Any] {
+        guard let encoded = body["audio"] as? String, !encoded.isEmpty else {
+            throw ServeError.badRequest("bad_request", "audio: expected the clip as a base64 string")
+        }
+        guard let audio = Self.decodeBase64(encoded) else {
+            throw ServeError.badRequest("bad_base64", "audio: not valid base64")
+        }
+        let head = [UInt8](audio.prefix(512))
+        guard head.count >= FileSniffer.minimumBytes, let format = FileSniffer.format(of: head) else {
+            let claimed = (body["mimeType"] as? String).map { " (mimeType said \($0))" } ?? ""
+            throw ServeError(
+                415, "unknown_audio",
+                "audio: not a known audio format\(claimed); send WAV, FLAC, Ogg, MP3 or M4A")
+        }
+        let upload = pipeline.uploads.appendingPathComponent("upload-\(UUID().uuidString).\(Self.ext(format))")
+        try audio.write(to: upload)
+        defer { try? FileManager.default.removeItem(at: upload) }
+        let conversation = conversations.conversation(for: await channel(body))
+        let answer = try await runPipeline(upload: upload) {
+            try await self.pipeline.answer(audioFile: upload, conversation: conversation)
+        }
+        guard !answer.transcription.isEmpty else {
+            throw ServeError(422, "no_speech", "audio: no speech was recognised in the clip")
+        }
+        return [
+            "success": true, "transcription": answer.transcription, "reply": answer.reply,
+            "audio": try spoken(answer),
+        ]
+    }
+
+    func processText(_ body: [String: Any]) async throws -> [String: Any] {
+        guard let text = (body["text"] as? String)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty
+        else {
+            throw ServeError.badRequest("bad_request", "text: expected the learner's words as a non-empty string")
+        }
+        let conversation = conversations.conversation(for: await channel(body))
+        let answer = try await runPipeline(upload: nil) {
+            try await self.pipeline.answer(text: text, conversation: conversation)
+        }
+        return ["success": true, "reply": answer.reply, "audio": try spoken(answer)]
+    }
+
+    func join(_ body: [String: Any]) async throws -> [String: Any] {
+        let user: String
+        switch body["userId"] {
+        case let s as String where !s.isEmpty && s.count <= 128: user = s
+        case let n as NSNumber where !(n is Bool) && n.doubleValue == n.doubleValue.rounded(): user = n.stringValue
+        default: throw ServeError.badRequest("bad_request", "userId: expected a non-empty string")
+        }
+        guard user.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
+            throw ServeError.badRequest("bad_request", "userId: letters, digits, '-', '_' and '.' only")
+        }
+        let name = (body["userName"] as? String) ?? user
+        let (channel, previous) = await session.join(userID: user)
+        if let previous { conversations.forget(previous) }
+        return [
+            "success": true, "appId": settings.appID, "channel": channel, "token": "",
+            "message": "The tutor joined \(channel) for \(name)",
+        ]
+    }
+
+    // MARK: helpers
+
+    /// The channel a turn belongs to: the body's `channel`, else the session's, else the default.
+    func channel(_ body: [String: Any]) async -> String {
+        if let named = body["channel"] as? String, !named.isEmpty { return named }
+        return await session.channel ?? Self.defaultChannel
+    }
+
+    /// The spoken reply, base64, in the configured format; "" when there was no reply to speak.
+    func spoken(_ answer: TutorPipeline.Answer) throws -> String {
+        guard let speech = answer.speech, speech.frames > 0 else { return "" }
+        return try pipeline.encode(speech, as: settings.audio).base64EncodedString()
+    }
+
+    /// Runs a pipeline turn when admitted, within the timeout; failures become `ServeError`s.
+    func runPipeline(
+        upload: URL?, _ work: @escaping @Sendable () async throws -> TutorPipeline.Answer
+    ) async throws -> TutorPipeline.Answer {
+        let admission = self.admission
+        let turn = Task { () async throws -> TutorPipeline.Answer in
+            guard await admission.enter() else {
+                throw ServeError(503, "overloaded", "the server is busy; try again shortly")
+            }
+            defer { Task { await admission.leave() } }
+            // A request that timed out while it waited does not run.
+            try Task.checkCancellation()
+            return try await work()
+        }
+        do {
+            return try await Deadline.race(turn, seconds: settings.timeout)
+        } catch let error as ServeError {
+            throw error
+        } catch is DeadlinePassed {
+            throw ServeError(
+                504, "timeout", "the pipeline did not answer within \(String(format: "%g", settings.timeout)) s")
+        } catch let failure as StageFailure {
+            var message = failure.description
+            if let upload { message = message.replacingOccurrences(of: upload.path, with: "the audio") }
+            // The clip itself (cannot be decoded, too long) is the client's to fix; anything else is ours.
+            if failure.kind == "decode" || failure.kind == "chunk" {
+                throw ServeError(422, failure.kind == "decode" ? "undecodable_audio" : "too_long", message)
+            }
+            throw ServeError(500, "pipeline", message)
+        }
+    }
+
+    /// Reads the body as a JSON object, answers, and counts the request.
+    func answer(
+        _ route: String, _ request: Request, pipeline: Bool = false, bodyRequired: Bool = true,
+        _ handler: @escaping @Sendable ([String: Any]) async throws -> [String: Any]
+    ) async -> Response {
+        metrics.started()
+        let started = ContinuousClock.now
+        var status = 200
+        var failure: String?
+        let response: Response
+        do {
+            var body = try await readObject(request, required: bodyRequired)
+            let key = try clientKey(&body)
+            response = try await ClientCredentials.$apiKey.withValue(key) { json(200, try await handler(body)) }
+        } catch {
+            let serveError =
+                (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+            status = serveError.status
+            failure = serveError.reason
+            var answer = json(status, ["success": false, "error": serveError.message])
+            if status == 503 { answer.headers[.retryAfter] = String(settings.retryAfter) }
+            response = answer
+            logger.log(
+                level: status >= 500 ? .warning : .info, "request failed",
+                metadata: [
+                    "http.route": .string(route), "http.status": .stringConvertible(status),
+                    "error": .string(serveError.message),
+                ])
+        }
+        let elapsed = ContinuousClock.now - started
+        metrics.finished(
+            route: route, status: status,
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            failure: failure)
+        return response
+    }
+
+    func readObject(_ request: Request, required: Bool) async throws -> [String: Any] {
+        let limit = settings.maxBodyBytes
+        let tooLarge = ServeError(413, "too_large", "the body is larger than the \(limit)-byte limit")
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { throw tooLarge }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch {
+            if (error as? any HTTPResponseError)?.status == .contentTooLarge { throw tooLarge }
+            throw ServeError.badRequest("bad_body", "could not read the body: \(describe(error))")
+        }
+        guard buffer.readableBytes > 0 else {
+            if !required { return [:] }
+            throw ServeError.badRequest("empty_body", "empty body: expected a JSON object")
+        }
+        let data = Data(buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? [])
+        guard let value = try? JSONSerialization.jsonObject(with: data) else {
+            throw ServeError.badRequest("bad_json", "the body is not valid JSON")
+        }
+        guard let object = value as? [String: Any] else {
+            throw ServeError.badRequest("bad_json", "expected a JSON object")
+        }
+        return object
+    }
+
+    /// A key sent in the body, removed from it: refused unless `allowClientKeys`.
+    func clientKey(_ body: inout [String: Any]) throws -> String? {
+        let names = body.keys.filter { name in
+            let folded = name.lowercased().replacingOccurrences(of: "_", with: "")
+            return folded.hasSuffix("apikey") || folded == "key" || folded == "authorization"
+        }
+        guard let name = names.first else { return nil }
+        guard settings.allowClientKeys else {
+            throw ServeError.badRequest(
+                "client_key",
+                "\(name): API keys are not taken from requests; the server's providers use their own "
+                    + "(start it with --allow-client-keys to allow this)")
+        }
+        let key = body[name] as? String
+        for name in names { body.removeValue(forKey: name) }
+        return key?.isEmpty == false ? key : nil
+    }
+
+    func json(_ status: Int, _ object: [String: Any]) -> Response {
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data(#"{"error":"internal error: the answer could not be encoded","success":false}"#.utf8)
+        return Response(
+            status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// Base64 as clients send it: standard or URL-safe alphabet, padded or not, maybe wrapped or
+    /// behind a `data:…;base64,` prefix. Nil for anything else.
+    static func decodeBase64(_ text: String) -> Data? {
+        var s = Substring(text)
+        if s.hasPrefix("data:"), let comma = s.firstIndex(of: ",") { s = s[s.index(after: comma)...] }
+        var cleaned = String(s.filter { !$0.isWhitespace })
+        cleaned = cleaned.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        if cleaned.count % 4 != 0 { cleaned += String(repeating: "=", count: 4 - cleaned.count % 4) }
+        return Data(base64Encoded: cleaned)
+    }
+
+    /// The extension an upload of a sniffed format is saved with.
+    static func ext(_ format: String) -> String {
+        switch format {
+        case "WAV", "RF64": "wav"
+        case "W64": "w64"
+        case "FLAC": "flac"
+        case "Ogg": "ogg"
+        case "MP3": "mp3"
+        case "MP4/M4A": "m4a"
+        case "AIFF": "aiff"
+        case "CAF": "caf"
+        case "AU": "au"
+        case "Matroska/WebM": "webm"
+        default: "bin"
+        }
+    }
+
+    /// ISO 8601 in UTC with milliseconds: `2025-01-31T09:15:02.123Z`.
+    static func iso8601(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}
+
+/// Thrown by `Deadline.race` when the time ran out first.
+struct DeadlinePassed: Error {}
+
+enum Deadline {
+    /// The task's result, or `DeadlinePassed` after `seconds` (the task is then cancelled and
+    /// left to finish on its own, so the answer does not wait for an engine that cannot stop).
+    static func race<T: Sendable>(_ task: Task<T, any Error>, seconds: Double) async throws -> T {
+        let once = ResumeOnce<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            once.set(continuation)
+            let timer = Task {
+                try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
+                if !Task.isCancelled, once.resume(with: .failure(DeadlinePassed())) { task.cancel() }
+            }
+            Task {
+                let result = await task.result
+                timer.cancel()
+                once.resume(with: result)
+            }
+        }
+    }
+}
+
+/// A continuation resumed by whichever comes first.
+final class ResumeOnce<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, any Error>?
+    private var done = false
+
+    func set(_ continuation: CheckedContinuation<T, any Error>) { lock.withLock { self.continuation = continuation } }
+
+    /// True when this call resumed it.
+    @discardableResult
+    func resume(with result: Result<T, any Error>) -> Bool {
+        let taken: CheckedContinuation<T, any Error>? = lock.withLock {
+            guard !done else { return nil }
+            done = true
+            defer { continuation = nil }
+            return continuation
+        }
+        taken?.resume(with: result)
+        return taken != nil
+    }
+}
+
+/// Errors the router itself raises (no such route) as the API's JSON error shape.
+struct JSONErrorMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            let message =
+                error.status == .notFound ? "no such route: \(request.method) \(request.uri.path)" : "\(error)"
+            let data =
+                (try? JSONSerialization.data(
+                    withJSONObject: ["success": false, "error": message],
+                    options: [.sortedKeys, .withoutEscapingSlashes]))
+                ?? Data()
+            return Response(
+                status: error.status, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import VoxCore
+
+/// `write-audio`: AudioBlock | AudioChunk | Speech → Artifact. A stream of blocks becomes one
+/// file, `<id>.<ext>`, written as it streams; chunks (or the audio of speech) become one file
+/// each, `<id>-NNNN.<ext>`. Formats: wav, flac, mp3, ogg (Vorbis) and opus through libsndfile,
+/// m4a (AAC) through ffmpeg from a temporary WAV at the end of each file. Every file is written
+/// to a temporary name and moved into place when the item succeeds. Sends one Artifact per file.
+public struct WriteAudioStage: Stage {
+    /// The audio an audio writer takes.
+    public enum Input: StageInput {
+        case block(AudioBlock)
+        case chunk(AudioChunk)
+
+        public static let accepted: [PayloadType] = [.audioBlock, .audioChunk]
+
+        public init?(payload: any Payload) {
+            if let block = payload.carried(AudioBlock.self) {
+                self = .block(block)
+            } else if let chunk = payload.carried(AudioChunk.self) {
+                self = .chunk(chunk)
+            } else {
+                return nil
+            }
+        }
+    }
+
+    public typealias Output = Artifact
+
+    public struct Configuration: Sendable {
+        public var encoding: AudioEncoding
+        /// Converts to this rate on the way out (libsoxr); nil keeps the input's, or for a codec
+        /// that cannot take it (opus at 44.1 kHz), 48 kHz.
+        public var rate: Int?
+    }
+
+    public static let kind = "write-audio"
+    public static let summary =
+        "Writes audio files (wav, flac, mp3, ogg, opus, m4a): one per stream of blocks, or one per chunk or speech."
+    public static let options: [OptionSpec] = [
+        OptionSpec(
+            "format", .choice(AudioFileFormat.allCases.map(\.rawValue)), default: "wav",
+            help: "File format: wav, flac, mp3, ogg (Vorbis), opus (Ogg Opus), m4a (AAC, encoded by ffmpeg)."),
+        OptionSpec(
+            "encoding", .choice(WAVEncoding.allCases.map(\.rawValue)), default: "pcm16",
+            help: "wav, flac: sample encoding, 16- or 24-bit PCM, or 32-bit float (wav only)."),
+        OptionSpec(
+            "rate", .integer(8000...192_000),
+            help: "Sample rate of the files (converted with libsoxr); absent keeps the input's (opus, mp3: 48 kHz "
+                + "when the codec cannot take it)."),
+        OptionSpec(
+            "quality", .number(0...1),
+            help: "mp3, ogg, opus: 0 smallest … 1 best (libsndfile's compression level turned round); flac: "
+                + "how hard to compress. Absent: the library's default."),
+        OptionSpec(
+            "bitrateMode", .choice(BitrateMode.allCases.map(\.rawValue)),
+            help: "mp3, opus: constant, average or variable bit rate."),
+        OptionSpec("bitrate", .integer(16...512), default: 96, help: "m4a: AAC bit rate in kbit/s."),
+    ]
+
+    public static func configure(_ options: StageOptions) throws -> Configuration {
+        let format = options.choice("format", as: AudioFileFormat.self) ?? .wav
+        let sampleEncoding = options.choice("encoding", as: WAVEncoding.self) ?? .pcm16
+        if options.isSet("encoding") && !format.isLossless {
+            throw options.error("encoding", "applies to wav and flac only (\(format.rawValue) is compressed)")
+        }
+        if format == .flac && sampleEncoding == .float32 {
+            throw options.error("encoding", "flac holds integer samples: pcm16 or pcm24")
+        }
+        if options.isSet("quality") && format == .wav || options.isSet("quality") && format == .m4a {
+            throw options.error("quality", "applies to flac, mp3, ogg and opus (m4a: use bitrate)")
+        }
+        if options.isSet("bitrateMode") && format != .mp3 && format != .opus {
+            throw options.error("bitrateMode", "applies to mp3 and opus only")
+        }
+        if options.isSet("bitrate") && format != .m4a {
+            throw options.error("bitrate", "applies to m4a only (the others: quality)")
+        }
+        let rate = options.int("rate")
+        if let rate, let rates = format.sampleRates, !rates.contains(rate) {
+            throw options.error(
+                "rate", "\(format.rawValue) takes \(rates.map(String.init).joined(separator: ", ")) Hz, not \(rate)")
+        }
+        let encoding = AudioEncoding(
+            format: format, sampleEncoding: sampleEncoding, quality: options.double("quality"),
+            bitrateMode: options.choice("bitrateMode", as: BitrateMode.self), bitrate: options.int("bitrate") ?? 96)
+        return Configuration(encoding: encoding, rate: rate)
+    }
+
+    /// The format written, and by what: a writer of another stage's files' names (write-replies)
+    /// reads the extension from here.
+    public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
+        let format = configuration.encoding.format
+        return ["format": .string(format.ext), "encoder": .string(format == .m4a ? "ffmpeg aac" : "libsndfile")]
+    }
+
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
+        let ext = configuration.encoding.format.ext
+        return [input == .audioBlock ? "\(id).\(ext)" : "\(id)-NNNN.\(ext)"]
+    }
+
+    public let id: String
+    public let configuration: Configuration
+    let rateConversion: (any RateConversion)?
+
+    public init(id: String, configuration: Configuration, context: StageContext) throws {
+        self.id = id
+        self.configuration = configuration
+        rateConversion = context.rateConversion
+    }
+
+    /// The format files of audio in `format` are written in.
+    func outputFormat(_ format: AudioFormat) -> AudioFormat {
+        AudioFormat(
+            sampleRate: configuration.rate ?? configuration.encoding.format.writableRate(format.sampleRate),
+            channels: format.channels)
+    }
+
+    /// A converter from `format` to the rate written, or nil when none is needed.
+    func converter(for format: AudioFormat) throws -> (any RateConverter)? {
+        let rate = outputFormat(format).sampleRate
+        guard rate != format.sampleRate else { return nil }
+        guard let rateConversion else {
+            throw VoxError(
+                .internal,
+                "\(Self.kind) '\(id)': audio at \(format.sampleRate) Hz must be converted but no rate "
+                    + "converter was provided")
+        }
+        return try rateConversion.converter(channels: format.channels, from: format.sampleRate, to: rate)
+    }
+
+    public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        let ext = configuration.encoding.format.ext
+        var stream: (writer: AudioFileWriter, temp: URL, input: AudioFormat, converter: (any RateConverter)?)?
+        for try await value in input {
+            switch value {
+            case .block(let block):
+                if stream == nil {
+                    let temp = try item.outputs.reserve(stageID: id, ext: ext)
+                    stream = (
+                        try AudioFileWriter(
+                            url: temp, format: outputFormat(block.format), encoding: configuration.encoding), temp,
+                        block.format, try converter(for: block.format)
+                    )
+                }
+                guard let current = stream else { continue }
+                guard block.format == current.input else {
+                    throw WriteError(
+                        .unsupported, "the stream changed format mid-way (\(current.input) to \(block.format))")
+                }
+                try current.writer.write(try current.converter?.process(block.samples) ?? block.samples)
+            case .chunk(let chunk):
+                let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext)
+                try configuration.encoding.write(
+                    try converter(for: chunk.format)?.convertAll(chunk.samples) ?? chunk.samples,
+                    format: outputFormat(chunk.format), to: temp)
+                try await output.send(try item.outputs.artifact(for: temp))
+            }
+        }
+        if let stream {
+            if let tail = try stream.converter?.flush() { try stream.writer.write(tail) }
+            try stream.writer.close()
+            try await output.send(try item.outputs.artifact(for: stream.temp))
+        }
+    }
+}
+
+/// `write-wav`: `write-audio` fixed to WAV, under the name specs written before it use.
+public struct WriteWAVStage: Stage {
+    public typealias Input = WriteAudioStage.Input
+    public typealias Output = Artifact
+    public typealias Configuration = WriteAudioStage.Configuration
+
+    public static let kind = "write-wav"
+    public static let summary = "Writes WAV files: write-audio with format wav (the name older specs use)."
+    public static let options = WriteAudioStage.options.filter { $0.name == "encoding" || $0.name == "rate" }
+
+    public static func configure(_ options: StageOptions) throws -> Configuration {
+        try WriteAudioStage.configure(options)
+    }
+
+    public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
+        WriteAudioStage.plannedOutputs(configuration, id: id, input: input)
+    }
+
+    let writer: WriteAudioStage
+
+    public init(id: String, configuration: Configuration, context: StageContext) throws {
+        writer = try WriteAudioStage(id: id, configuration: configuration, context: context)
+    }
+
+    public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        try await writer.run(input, output, item)
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import Logging
+import VoxCore
+import VoxServe
+import VoxWrite
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Answer the tutor bot's REST API with a spec's stages, loaded once.",
+        discussion: """
+            Every request is one turn through the spec's stages, as `voxpipe run` would take it: chunk stages \
+            take the whole clip as one turn and writers are left out (the answer is the response). Routes under \
+            --prefix: POST process-audio, process-text, join-with-bot, stop; GET status. GET /healthz and \
+            /metrics (Prometheus) at the root. SIGTERM or SIGINT stops taking connections and lets running \
+            requests finish.
+            """
+    )
+
+    enum AudioFormatChoice: String, ExpressibleByArgument, CaseIterable {
+        case mp3, opus, ogg, m4a, wav, flac
+    }
+
+    @Argument(help: "The job spec (JSON) with transcribe, reply and synthesize stages.") var spec: String
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on (0: a free one, printed on stderr).") var port = 8000
+    @Option(help: "Path the API's routes live under.") var prefix = "/api/agora"
+    @Option(help: "Format of the spoken reply (`audio`).") var audioFormat: AudioFormatChoice = .mp3
+    @Option(help: "The real-time service's app id that join-with-bot answers with (default: $VOXPIPE_APP_ID).")
+    var appId: String?
+    @Option(help: ArgumentHelp("Largest request body.", valueName: "MiB")) var maxBody = 16
+    @Option(help: ArgumentHelp("Seconds a pipeline request may take, waiting included.", valueName: "seconds"))
+    var timeout: Double = 60
+    @Option(help: "Pipeline requests run at once (default: number of cores).") var concurrency: Int?
+    @Option(help: "Pipeline requests that may wait; beyond them 503 with Retry-After.") var queue = 32
+    @Option(help: ArgumentHelp("Longest clip taken as one turn.", valueName: "seconds")) var maxClip: Double = 300
+    @Flag(help: "Accept an API key in a request body for that request's providers (refused otherwise).")
+    var allowClientKeys = false
+    @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+        guard maxBody >= 1 && maxBody <= 1024 else { throw ValidationError("--max-body must be 1…1024 MiB") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
+        guard queue >= 0 else { throw ValidationError("--queue must be 0 or more") }
+        guard maxClip > 0 else { throw ValidationError("--max-clip must be positive") }
+    }
+
+    func run() async throws {
+        bootstrapLogging(verbose: verbose)
+        let logger = Logger(label: "voxpipe.serve")
+        do {
+            var settings = ServeSettings()
+            settings.host = host
+            settings.port = port
+            settings.prefix = prefix
+            settings.maxBodyBytes = maxBody * 1024 * 1024
+            settings.timeout = timeout
+            if let concurrency { settings.concurrency = concurrency }
+            settings.queue = queue
+            settings.maxClipSeconds = maxClip
+            settings.audio = AudioEncoding(format: AudioFileFormat(rawValue: audioFormat.rawValue) ?? .mp3)
+            settings.appID = appId ?? ProcessInfo.processInfo.environment["VOXPIPE_APP_ID"] ?? ""
+            settings.allowClientKeys = allowClientKeys
+
+            // The spec is checked as `run` checks it, then planned again as served.
+            let specURL = URL(fileURLWithPath: spec)
+            let plan = try loadPlan(spec)
+            let context = makeContext(
+                plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: logger)
+            let pipeline = try await TutorPipeline(
+                spec: plan.spec, baseDirectory: specURL.deletingLastPathComponent(), name: plan.name,
+                registry: makeRegistry(), context: context, maxClipSeconds: maxClip)
+            let server = TutorServer(pipeline: pipeline, settings: settings, logger: logger)
+            let shownHost = host.contains(":") ? "[\(host)]" : host
+            let served = settings
+            try await server.run(handlingSignals: true) { port in
+                printError(
+                    "serving '\(plan.name)' on http://\(shownHost):\(port)\(served.prefix) "
+                        + "(\(served.concurrency) at once, audio \(served.audio.format.rawValue))")
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import VoxCore
+import VoxTestSupport
+
+@testable import VoxServe
+
+/// Failures that need a provider to misbehave: the fake OpenAI server answers the reply stage.
+@Suite(
+    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+)
+struct ServeFailureTests {
+    let api = "/api/agora"
+
+    /// A tutor spec whose replies come from `fake` (English whisper tiny, espeak-ng).
+    func spec(_ fake: FakeOpenAIServer) throws -> URL {
+        let dir = temporaryDirectory()
+        try Data(fake.key.utf8).write(to: dir.appendingPathComponent("key.txt"))
+        let url = dir.appendingPathComponent("tutor.json")
+        try Data(
+            """
+            {"stages": [
+              {"id": "decode", "kind": "decode"},
+              {"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},
+              {"id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 8},
+              {"id": "asr", "kind": "transcribe", "provider": {"name": "whisper", "model": "tiny.en"}},
+              {"id": "tutor", "kind": "reply", "provider": {"name": "openai", "baseURL": "\(fake.baseURL)",
+                "apiKeyFile": "key.txt", "maxRetries": 0}},
+              {"id": "voice", "kind": "synthesize", "provider": {"name": "espeak-ng", "voice": "en"}},
+              {"id": "speech", "kind": "write-audio", "format": "mp3"}
+            ]}
+            """.utf8
+        ).write(to: url)
+        return url
+    }
+
+    /// Waits (without sleeping) until the fake has seen a chat request: the reply stage is then busy.
+    func chatArrived(_ fake: FakeOpenAIServer) throws {
+        while try !fake.log().contains(where: { ($0["path"] as? String) == "/v1/chat/completions" }) {
+            try Task.checkCancellation()
+        }
+    }
+
+    @Test func aFailingStageIs500WithItsReasonAndAClientKeyIsUsedOnlyWhenAllowed() async throws {
+        let fake = try FakeOpenAIServer(key: "sk-server")
+        let server = try await ServerFixture.start(spec: try spec(fake)) { $0.allowClientKeys = true }
+        try fake.inject([["path": "/v1/chat/completions", "kind": "invalid-json", "count": 1]])
+        let failed = try await server.post("\(api)/process-text", ["text": "Hello there"])
+        #expect(failed.status == 500)
+        #expect(failed.json["success"] as? Bool == false)
+        let error = try #require(failed.json["error"] as? String)
+        #expect(error.hasPrefix("tutor (reply): "), "\(error)")
+
+        let ok = try await server.post("\(api)/process-text", ["text": "Hello there"])
+        #expect(ok.status == 200, "\(ok.json)")
+        #expect((ok.json["reply"] as? String)?.isEmpty == false)
+
+        // The client's key goes to the provider in place of the server's: the fake refuses it.
+        let withKey = try await server.post("\(api)/process-text", ["text": "Hello there", "apiKey": "sk-client"])
+        #expect(withKey.status == 500)
+        #expect(!(withKey.json["error"] as? String ?? "").contains("sk-client"))
+        let chats = try fake.log().filter { ($0["path"] as? String) == "/v1/chat/completions" }
+        #expect(chats.map { $0["authorized"] as? Bool } == [true, true, false])
+    }
+
+    @Test func beyondTheQueueIs503WithRetryAfterHealthzStillAnswersAndATurnPastTheTimeoutIs504() async throws {
+        let fake = try FakeOpenAIServer(key: "sk-server")
+        let server = try await ServerFixture.start(spec: try spec(fake)) {
+            $0.concurrency = 1
+            $0.queue = 0
+            $0.timeout = 2
+        }
+        try fake.inject([["path": "/v1/chat/completions", "kind": "stall", "seconds": 4, "count": 1]])
+        let slow = Task { () async throws -> (status: Int, error: String?) in
+            let answer = try await server.post("\(api)/process-text", ["text": "Hello there"])
+            return (answer.status, answer.json["error"] as? String)
+        }
+        try chatArrived(fake)
+
+        let refused = try await server.post("\(api)/process-text", ["text": "Hello again"])
+        #expect(refused.status == 503)
+        #expect(refused.headers["retry-after"] == "1")
+        #expect(refused.json["error"] as? String == "the server is busy; try again shortly")
+        let health = try await server.call("GET", "/healthz")
+        #expect(health.status == 200)
+
+        let timedOut = try await slow.value
+        #expect(timedOut.status == 504)
+        #expect(timedOut.error == "the pipeline did not answer within 2 s")
+        let metrics = try await server.text("/metrics")
+        #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"overloaded\"} 1"))
+        #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"timeout\"} 1"))
+    }
+}

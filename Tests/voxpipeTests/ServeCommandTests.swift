@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import VoxCore
+import VoxTestSupport
+
+/// `voxpipe serve` as a process, called with curl, next to `voxpipe run` on the same spec.
+@Suite(
+    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+)
+struct ServeCommandTests {
+    /// Starts `voxpipe serve` on a free port; returns the process and the port it printed.
+    func serve(_ arguments: [String]) throws -> (Process, Int) {
+        let process = Process()
+        process.executableURL = voxpipeBinary
+        process.arguments = ["serve"] + arguments + ["--port", "0"]
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Read stderr up to the line that says where it listens (no sleeping: the read waits).
+        var text = ""
+        while !text.contains("\n") || !text.contains("serving") {
+            let data = err.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        guard let match = text.firstMatch(of: /127\.0\.0\.1:(\d+)/), let port = Int(match.1) else {
+            process.terminate()
+            throw HarnessError("voxpipe serve did not start: \(text)")
+        }
+        return (process, port)
+    }
+
+    @Test func theSameAudioThroughServeAndRunGivesTheSameTranscriptionAndReply() throws {
+        let dir = temporaryDirectory()
+        let spec = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")
+        let clip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
+        let (server, port) = try serve([spec.path])
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        let body = dir.appendingPathComponent("body.json")
+        try JSONSerialization.data(withJSONObject: [
+            "audio": try Data(contentsOf: clip).base64EncodedString(), "mimeType": "audio/m4a",
+        ]).write(to: body)
+        let call = try run(
+            "/usr/bin/curl",
+            [
+                "-s", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary", "@\(body.path)",
+                "http://127.0.0.1:\(port)/api/agora/process-audio",
+            ])
+        let served = try #require(
+            try JSONSerialization.jsonObject(with: Data(call.stdout.utf8)) as? [String: Any], "\(call.stdout)")
+
+        let out = dir.appendingPathComponent("out")
+        let batch = try voxpipe(["run", spec.path, clip.path, "-o", out.path])
+        #expect(batch.status == 0, "\(batch.stderr)")
+        let replies =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: out.appendingPathComponent("speech-de/replies.json"))) as? [String: Any]
+        let turns = try #require(replies?["turns"] as? [[String: Any]])
+        #expect(turns.count == 1)
+        #expect(served["transcription"] as? String == turns.first?["transcription"] as? String)
+        #expect(served["reply"] as? String == turns.first?["reply"] as? String)
+        #expect((served["transcription"] as? String)?.hasPrefix("Guten Morgen") == true)
+    }
+
+    @Test func aSpecThatCannotAnswerExits65WithTheReason() throws {
+        let dir = temporaryDirectory()
+        let spec = try writeSpec(
+            #"{"stages": [{"id": "decode", "kind": "decode"}, {"id": "out", "kind": "write-audio"}]}"#, in: dir)
+        let result = try voxpipe(["serve", spec.path, "--port", "0"])
+        #expect(result.status == 65)
+        #expect(
+            result.stderr
+                == "voxpipe: error: serve answers with transcribe, reply and synthesize stages, but the spec has no "
+                + "transcribe stage\n")
+    }
+}
