@@ -357,5 +357,28 @@ t60=$(measure "$BIN" run "$E15/spec.json" "$E15/in60" -o "$E15/o60" --force)
 t60f=$(measure "$BIN" run "$E15/spec.json" "$E15/in60f" -o "$E15/o60f" --force)
 echo "minute 5 of 5 (WAV): ${t5% *}s; minute 30 of 60: WAV ${t60% *}s (ratio $(ratio "${t60% *}" "${t5% *}")), FLAC ${t60f% *}s (ratio $(ratio "${t60f% *}" "${t5% *}")); peak RSS ${t5#* } / ${t60#* } / ${t60f#* } KiB"
 
+# --- field-service agents (issue 13) ---------------------------------------------------------
+echo
+echo "== agent stage per turn (rules agents), a 2,000-turn text session: with the agent vs without (target: < 1 ms)"
+A13=$W/agents; rm -rf "$A13"; mkdir -p "$A13/in"
+python3 - "$A13/in/session.txt" <<'PY'
+import sys
+lines = ["Hello, this is John Miller.", "The heating is broken at 42 Main Street.",
+         "Can you send someone on Thursday at 9am?", "I need an estimate for Sarah Johnson.",
+         "Two filters at $50 each.", "That's all."]
+open(sys.argv[1], "w").write("\n".join(lines[i % len(lines)] for i in range(2000)) + "\n")
+PY
+cat > "$A13/with.json" <<JSON
+{"stages": [{"id": "text", "kind": "read-text"},
+  {"id": "agents", "kind": "agent", "records": "$PWD/Pipelines/field-service", "provider": {"name": "rules"}},
+  {"id": "log", "kind": "write-agent-log"}, {"id": "records", "kind": "write-records", "from": "agents"}]}
+JSON
+cat > "$A13/without.json" <<JSON
+{"stages": [{"id": "text", "kind": "read-text"}, {"id": "t", "kind": "write-transcript", "formats": ["json"]}]}
+JSON
+with=$(measure "$BIN" run "$A13/with.json" "$A13/in" -o "$A13/o1" --force)
+without=$(measure "$BIN" run "$A13/without.json" "$A13/in" -o "$A13/o2" --force)
+echo "with agents ${with% *}s, without ${without% *}s: $(awk "BEGIN{printf \"%.3f ms\", (${with% *} - ${without% *}) * 1000 / 2000}") a turn (routing, extraction, schema checks, log and records; the rules engine included)"
+
 # --- voxpipe serve (issue 14) -----------------------------------------------------------------
 BENCH_BIN=$BIN bench/serve.sh

@@ -85,11 +85,15 @@ public struct SlotExtractor: Sendable {
         return text.replacing(/\s+/, with: " ")
     }
 
-    static func contains(_ lower: String, _ words: [String]) -> Bool {
-        words.contains { word in
-            (try? Regex("\\b\(NSRegularExpression.escapedPattern(for: word))\\b")).flatMap { lower.firstMatch(of: $0) }
-                != nil
-        }
+    /// Whether `lower` has any of `phrases` as whole words (plain token matching: no regular
+    /// expression is compiled per turn).
+    static func contains(_ lower: String, _ phrases: [String]) -> Bool {
+        let padded = " " + words(lower).joined(separator: " ") + " "
+        return phrases.contains { padded.contains(" " + words($0).joined(separator: " ") + " ") }
+    }
+
+    static func words(_ text: String) -> [Substring] {
+        text.split { !($0.isLetter || $0.isNumber || $0 == "'" || $0 == "’") }
     }
 
     static let urgentWords = ["urgent", "urgently", "emergency", "asap", "right away", "dringend", "sofort", "notfall"]
