@@ -12,7 +12,25 @@ here="$(cd "$(dirname "$0")" && pwd)"
 PREFIX="${VOXPIPE_PREFIX:-/usr/local}"
 MODELS="${VOXPIPE_MODELS:-$PREFIX/share/voxpipe/models}"
 RUNTIME_STAMP="$PREFIX/share/voxpipe/whisper-runtime"
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) native openmp-off"
+# The instruction-set baseline the runtime is built for. "x86-64-v3" (AVX, AVX2, FMA, F16C, BMI2,
+# SSE4.2; no AVX-512): every x86-64 CPU that has these computes the same numbers, so transcripts
+# and goldens agree across machines. VOXPIPE_WHISPER_BUILD=native builds for this CPU only
+# (-march=native: faster where AVX-512 exists, but results differ from the baseline's and
+# between CPUs; voxpipe labels such a runtime "native" in provenance and item keys).
+FLAVOUR="${VOXPIPE_WHISPER_BUILD:-x86-64-v3}"
+case "$FLAVOUR" in
+  x86-64-v3)
+    arch_flags=(-DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+      -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF
+      -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+    if [ "$(uname -m)" != x86_64 ]; then
+      echo "setup: the x86-64-v3 whisper runtime needs an x86-64 machine (set VOXPIPE_WHISPER_BUILD=native)" >&2
+      exit 1
+    fi ;;
+  native) arch_flags=(-DGGML_NATIVE=ON) ;;
+  *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
+esac
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off abort-patch"
 
 pip_get() { # name==version sha256 dir
   python3 -m pip download -q --no-deps -d "$3" "$1"
@@ -40,10 +58,12 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   sdist="$(sdist_get pywhispercpp==1.5.1 5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5 "$work/sdist")"
   tar -xzf "$sdist" -C "$work"
   src="$work/pywhispercpp-1.5.1/whisper.cpp"
-  # GGML_NATIVE: built on the machine that runs it. OpenMP off: its spinning workers slowed
-  # decoding 12x whenever the other core was busy (another voxpipe worker, a build).
+  # Cancellation reaches the encoder (SIGTERM, a serve client gone): scripts/patches/whisper-abort.py.
+  python3 "$here/patches/whisper-abort.py" "$src/src/whisper.cpp"
+  # The baseline's instruction sets, named one by one (never -march=native unless asked). OpenMP
+  # off: its spinning workers slowed decoding 12x whenever the other core was busy.
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" \
-    -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON -DGGML_OPENMP=OFF \
+    -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=ON "${arch_flags[@]}" -DGGML_OPENMP=OFF \
     -DWHISPER_BUILD_EXAMPLES=OFF -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_SERVER=OFF >"$work/cmake.log" 2>&1 ||
     { tail -20 "$work/cmake.log" >&2; exit 1; }
   cmake --build "$work/build" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; exit 1; }

@@ -172,6 +172,8 @@ public struct StageContext: Sendable {
     public var httpTransport: (any HTTPTransport)?
     /// What waits (retries, rate limits) go by.
     public var clock: any VoxClock = SystemClock()
+    /// Heavy engines (models) shared by every stage instance of the run, loaded once.
+    public var engines = EngineCache()
 
     public init(
         logger: Logger, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,

@@ -18,7 +18,7 @@ public struct StageHarness<S: Stage> {
         _ type: S.Type, id: String = "stage", options: [String: JSONValue] = [:],
         outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil,
         rateConversion: (any RateConversion)? = nil,
-        httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil
+        httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil, engines: EngineCache? = nil
     ) throws {
         let base = baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         try validateOptions(options, against: S.options, path: "stages[0]", owner: S.kind)
@@ -28,6 +28,7 @@ public struct StageHarness<S: Stage> {
         var context = StageContext(logger: logs.logger(), rateConversion: rateConversion)
         context.httpTransport = httpTransport
         if let clock { context.clock = clock }
+        if let engines { context.engines = engines }
         stage = try S(id: id, configuration: configuration, context: context)
         self.outputDirectory =
             outputDirectory

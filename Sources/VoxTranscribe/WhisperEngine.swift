@@ -1,6 +1,16 @@
 internal import CWhisper
 import Foundation
+import Synchronization
 import VoxCore
+
+/// Set from any thread to stop a decode that is running: whisper.cpp asks it between the
+/// operations of its compute graphs, so a cancelled item stops within milliseconds.
+final class WhisperAbort: Sendable {
+    let requested = Atomic<Bool>(false)
+
+    func request() { requested.store(true, ordering: .relaxed) }
+    var isRequested: Bool { requested.load(ordering: .relaxed) }
+}
 
 /// One loaded Whisper model (whisper.cpp), shared by every worker: the weights are read once,
 /// and each item decodes on a state of its own (`WhisperEngine.Decoder`), so items run side by
@@ -129,7 +139,9 @@ final class WhisperEngine: @unchecked Sendable {
 
         /// Transcribes 16 kHz mono samples; long audio is decoded in Whisper's 30-s windows.
         /// Times are seconds from the start of `samples`. Returns the segments and the language.
-        func decode(_ samples: [Float], options: Options) throws -> (segments: [Segment], language: String?) {
+        func decode(_ samples: [Float], options: Options, abort: WhisperAbort = WhisperAbort()) throws -> (
+            segments: [Segment], language: String?
+        ) {
             var params = whisper_full_default_params(
                 options.beamSize > 1 ? WHISPER_SAMPLING_BEAM_SEARCH : WHISPER_SAMPLING_GREEDY)
             params.n_threads = Int32(max(1, options.threads))
@@ -162,9 +174,17 @@ final class WhisperEngine: @unchecked Sendable {
             params.initial_prompt = UnsafePointer(prompt)
             prompted = true
 
-            let status = samples.withUnsafeBufferPointer { buffer in
-                whisper_full_with_state(engine.context, state, params, buffer.baseAddress, Int32(buffer.count))
+            params.abort_callback = { data in
+                guard let data else { return false }
+                return Unmanaged<WhisperAbort>.fromOpaque(data).takeUnretainedValue().isRequested
             }
+            let status = withExtendedLifetime(abort) {
+                params.abort_callback_user_data = Unmanaged.passUnretained(abort).toOpaque()
+                return samples.withUnsafeBufferPointer { buffer in
+                    whisper_full_with_state(engine.context, state, params, buffer.baseAddress, Int32(buffer.count))
+                }
+            }
+            if abort.isRequested { throw CancellationError() }
             guard status == 0 else {
                 throw TranscribeError(.decodeFailed, "whisper failed on this chunk (status \(status))")
             }

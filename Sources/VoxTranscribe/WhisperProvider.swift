@@ -9,17 +9,20 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     public static let name = "whisper"
     public static let summary = "Whisper (whisper.cpp) in-process on the CPU, offline; takes 16 kHz mono."
     public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider {
-        WhisperProvider(settings: settings)
+        WhisperProvider(settings: settings, engines: context.engines)
     }
     public static func streamFormat(_ settings: Settings) -> StreamFormat? {
         StreamFormat(sampleRate: 16000, channels: 1)
     }
-    public static func identityFiles(_ settings: Settings) -> [URL] { settings.modelFile.map { [$0] } ?? [] }
+    /// The model file and the runtime's libraries: a changed model or a rebuilt runtime redoes the items.
+    public static func identityFiles(_ settings: Settings) -> [URL] {
+        (settings.modelFile.map { [$0] } ?? []) + WhisperRuntime.libraryFiles
+    }
     /// The model as named and the file it resolved to (its hash is in the item key), and the language.
     public static func provenance(_ settings: Settings) -> [String: JSONValue] {
         [
             "model": .string(settings.model), "modelFile": settings.modelFile.map { .string($0.path) } ?? .null,
-            "language": .string(settings.language ?? "auto"), "runtime": "whisper.cpp",
+            "language": .string(settings.language ?? "auto"), "runtime": .string(WhisperRuntime.identity),
         ]
     }
 
@@ -91,8 +94,11 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             "initialPrompt", .string, help: "Text to prompt an item's first window with (names, vocabulary, style)."),
         OptionSpec("wordTimestamps", .boolean, default: true, help: "Word start and end times."),
         OptionSpec(
-            "threads", .integer(0...256), default: 0,
-            help: "CPU threads per decoding item; 0 shares the cores among the items decoding."),
+            "threads", .integer(0...256), default: 1,
+            help:
+                "CPU threads per decoding item; items decode side by side to fill the cores. More threads make one item "
+                + "faster on an idle machine and much slower on a busy one; 0: one per core."
+        ),
     ]
 
     public static func settings(_ options: StageOptions) throws -> Settings {
@@ -121,7 +127,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             model: model, modelFile: resolveModel(model, baseDirectory: options.baseDirectory),
             modelPath: isPath(model)
                 ? URL(fileURLWithPath: model, relativeTo: options.baseDirectory).standardizedFileURL : nil,
-            language: language == "auto" ? nil : language, threads: options.int("threads") ?? 0, options: o)
+            language: language == "auto" ? nil : language, threads: options.int("threads") ?? 1, options: o)
     }
 
     /// A short name (`base`) → `<search path>/base/ggml-model.bin`; a path (with a `/`) → the
@@ -143,21 +149,28 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     static func isPath(_ model: String) -> Bool { model.contains("/") || model.hasSuffix(".bin") }
 
     let settings: Settings
+    /// Where the model is loaded once and shared: the run's (every stage and worker), a server's, a test process's.
+    let engines: EngineCache
     private let lock = NSLock()
     private var engine: WhisperEngine?
     /// Decodes running now, and how many may run at once: each uses `threads` cores, and more
     /// threads than cores make ggml's spinning workers 10x slower.
     private let slots = NSCondition()
     private var decoding = 0
-    private var loads = 0
 
-    /// How many times this provider loaded its model (once per process).
-    public var enginesLoaded: Int { lock.withLock { loads } }
+    /// How many models the provider's engine cache loaded (one per model file).
+    public var enginesLoaded: Int { engines.loads }
 
-    public init(settings: Settings) { self.settings = settings }
+    public init(settings: Settings, engines: EngineCache = EngineCache()) {
+        self.settings = settings
+        self.engines = engines
+    }
 
     /// Loads the model once; exit 69 naming what is missing.
-    public func prepare() async throws { _ = try loadedEngine() }
+    public func prepare() async throws {
+        try WhisperRuntime.checkCPU()
+        _ = try loadedEngine()
+    }
 
     private func loadedEngine() throws -> WhisperEngine {
         try lock.withLock {
@@ -177,7 +190,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
                         + "name a model file"
                 )
             }
-            let loaded = try WhisperEngine(modelFile: file)
+            let loaded = try engines.engine("whisper:\(file.path)") { try WhisperEngine(modelFile: file) }
             if let language = settings.language, language != "en", !loaded.isMultilingual {
                 throw VoxError(
                     .unavailable,
@@ -186,7 +199,6 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
                 )
             }
             engine = loaded
-            loads += 1
             return loaded
         }
     }
@@ -195,23 +207,36 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         Session(provider: self, decoder: try loadedEngine().makeDecoder())
     }
 
-    /// Threads per decode: the spec's count, or every core. Fixed for a run, because the thread
-    /// count changes the last digits of token probabilities, and transcripts must not depend on load.
+    /// Threads per decode: the spec's count (default 1), or every core for 0. One thread per item
+    /// is the default because ggml's workers wait for each other by spinning: on a machine whose
+    /// cores are busy elsewhere, two threads per decode ran up to 10x slower than one. (On the
+    /// baseline runtime the count does not change results: 1, 2 and 3 threads gave byte-identical
+    /// transcripts; the test `transcriptsDoNotDependOnThreadsJobsOrLoad` holds it to that.)
     var threads: Int { settings.threads > 0 ? settings.threads : ProcessInfo.processInfo.activeProcessorCount }
 
-    /// Waits (on the calling thread, never a pool thread) for a free slot.
-    fileprivate func beginDecode() {
+    /// Waits (on the calling thread, never a pool thread) for a free slot; false when the decode
+    /// was cancelled while it waited.
+    fileprivate func beginDecode(unless abort: WhisperAbort) -> Bool {
         let capacity = max(1, ProcessInfo.processInfo.activeProcessorCount / threads)
         slots.lock()
-        while decoding >= capacity { slots.wait() }
+        defer { slots.unlock() }
+        while decoding >= capacity && !abort.isRequested { slots.wait() }
+        guard !abort.isRequested else { return false }
         decoding += 1
+        return true
+    }
+
+    /// Wakes every decode waiting for a slot, so a cancelled one stops waiting.
+    fileprivate func wakeWaiters() {
+        slots.lock()
+        slots.broadcast()
         slots.unlock()
     }
 
     fileprivate func endDecode() {
         slots.lock()
         decoding -= 1
-        slots.signal()
+        slots.broadcast()
         slots.unlock()
     }
 
@@ -243,14 +268,25 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             options.threads = provider.threads
             let settings = options
             // Decoding takes seconds of CPU: off the cooperative pool, so other stages keep moving.
-            let (segments, detected) = try await withCheckedThrowingContinuation { continuation in
-                Thread.detachNewThread { [provider] in
-                    provider.beginDecode()
-                    defer { provider.endDecode() }
-                    let options = settings
-                    continuation.resume(with: Result { try decoder.decode(chunk.samples, options: options) })
+            // Cancellation (SIGINT/SIGTERM, a serve client gone) reaches the decode through its abort flag.
+            let abort = WhisperAbort()
+            let decoded: (segments: [WhisperEngine.Segment], language: String?) = try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    Thread.detachNewThread { [provider] in
+                        guard provider.beginDecode(unless: abort) else {
+                            return continuation.resume(throwing: CancellationError())
+                        }
+                        defer { provider.endDecode() }
+                        let options = settings
+                        continuation.resume(
+                            with: Result { try decoder.decode(chunk.samples, options: options, abort: abort) })
+                    }
                 }
+            } onCancel: {
+                abort.request()
+                provider.wakeWaiters()
             }
+            let (segments, detected) = decoded
             var words: [Word] = []
             var spans: [TranscriptSegment] = []
             for segment in segments {

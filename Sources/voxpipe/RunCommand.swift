@@ -76,6 +76,9 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         bootstrapLogging(verbose: verbose)
         let logger = Logger(label: "voxpipe")
+        // Before anything slow (model loads): a signal during prepare ends the run as cleanly as one later.
+        let signals = SignalHandler()
+        signals.install()
         do {
             let plan = try loadPlan(spec)
             let suite = try check.map { try Suite.load(URL(fileURLWithPath: $0)) }
@@ -129,14 +132,13 @@ struct RunCommand: AsyncParsableCommand {
             }
             try ensureWritable(outputURL)
             let lock = try OutputLock(outputDirectory: outputURL, shard: shard)
+            let started = ContinuousClock.now
             let runner = try await Runner.prepare(plan, options: options, context: context)
             if let shard { printError("shard \(shard): \(items.count) of \(all.count) items") }
 
             let progress = ProgressReporter(total: items.count)
-            let started = ContinuousClock.now
-            let signals = SignalHandler()
             let work = Task { await runner.run(items, observer: progress) }
-            signals.install { work.cancel() }
+            signals.onFirst { work.cancel() }
             let results = await work.value
             let interrupted = signals.received
             let elapsed = ContinuousClock.now - started
@@ -235,30 +237,33 @@ struct RunCommand: AsyncParsableCommand {
 }
 
 /// SIGINT and SIGTERM: the first stops taking new items and abandons the running ones cleanly
-/// (their temporary files are removed); a second one ends the process at once.
+/// (their temporary files are removed; decodes in C engines are aborted); a second one ends the
+/// process at once. Installed first thing, so a signal that comes while models load is not lost:
+/// the action given later runs at once if a signal came before.
 final class SignalHandler: @unchecked Sendable {
     private let lock = NSLock()
     private var signal: Int32?
+    private var action: (@Sendable () -> Void)?
     private var sources: [DispatchSourceSignal] = []
 
     var received: Int32? { lock.withLock { signal } }
 
-    func install(onFirst: @escaping @Sendable () -> Void) {
+    func install() {
         for sig in [SIGINT, SIGTERM] {
             Foundation.signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { [self] in
-                let first = lock.withLock { () -> Bool in
-                    if signal != nil { return false }
+                let (first, action) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
+                    if signal != nil { return (false, nil) }
                     signal = sig
-                    return true
+                    return (true, self.action)
                 }
                 if first {
                     FileHandle.standardError.write(
                         Data(
                             "\nvoxpipe: stopping: no new items; abandoning running ones (again to quit at once)\n".utf8)
                     )
-                    onFirst()
+                    action?()
                 } else {
                     _exit(128 + sig)
                 }
@@ -266,6 +271,15 @@ final class SignalHandler: @unchecked Sendable {
             source.resume()
             sources.append(source)
         }
+    }
+
+    /// What the first signal does; runs at once when one has come already.
+    func onFirst(_ action: @escaping @Sendable () -> Void) {
+        let now = lock.withLock { () -> Bool in
+            self.action = action
+            return signal != nil
+        }
+        if now { action() }
     }
 }
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Patches whisper.cpp 1.8.5's src/whisper.cpp so whisper_full's abort callback reaches every
+graph it computes. Upstream hands it to the CPU backend only for the non-scheduled helper and
+checks it between graphs otherwise, so a cancelled decode ran on to the end of an encoder pass
+(seconds, two passes with language detection). Results are unchanged: the patch only lets a
+computation stop early. Applied by scripts/setup-whisper.sh; fails loudly if the source moved."""
+import sys
+
+path = sys.argv[1]
+src = open(path, encoding="utf-8").read()
+
+def replace_once(old, new):
+    global src
+    if src.count(old) != 1:
+        sys.exit(f"whisper-abort patch: expected one match for {old[:60]!r} in {path}")
+    src = src.replace(old, new)
+
+replace_once(
+    "static bool ggml_graph_compute_helper(\n      ggml_backend_sched_t   sched,",
+    "// voxpipe: the abort callback of the whisper_full call running on this thread.\n"
+    "static thread_local ggml_abort_callback voxpipe_abort_callback = nullptr;\n"
+    "static thread_local void * voxpipe_abort_callback_data = nullptr;\n\n"
+    "static bool ggml_graph_compute_helper(\n      ggml_backend_sched_t   sched,",
+)
+replace_once(
+    "        if (fn_set_n_threads) {\n            fn_set_n_threads(backend, n_threads);\n        }\n    }\n\n"
+    "    const bool t = (ggml_backend_sched_graph_compute(sched, graph) == GGML_STATUS_SUCCESS);",
+    "        if (fn_set_n_threads) {\n            fn_set_n_threads(backend, n_threads);\n        }\n"
+    "        auto * fn_set_abort = (ggml_backend_set_abort_callback_t) ggml_backend_reg_get_proc_address(reg, "
+    "\"ggml_backend_set_abort_callback\");\n"
+    "        if (fn_set_abort) {\n"
+    "            fn_set_abort(backend, voxpipe_abort_callback, voxpipe_abort_callback_data);\n"
+    "        }\n    }\n\n"
+    "    const bool t = (ggml_backend_sched_graph_compute(sched, graph) == GGML_STATUS_SUCCESS);",
+)
+replace_once(
+    "                   const float * samples,\n                           int   n_samples) {\n"
+    "    // clear old results\n",
+    "                   const float * samples,\n                           int   n_samples) {\n"
+    "    struct voxpipe_abort_scope {\n"
+    "        voxpipe_abort_scope(ggml_abort_callback cb, void * data) { voxpipe_abort_callback = cb; "
+    "voxpipe_abort_callback_data = data; }\n"
+    "        ~voxpipe_abort_scope() { voxpipe_abort_callback = nullptr; voxpipe_abort_callback_data = nullptr; }\n"
+    "    } voxpipe_abort_scope_(params.abort_callback, params.abort_callback_user_data);\n"
+    "    // clear old results\n",
+)
+open(path, "w", encoding="utf-8").write(src)
