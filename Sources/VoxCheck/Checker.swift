@@ -130,16 +130,13 @@ public struct Checker {
                 return try errorRate(
                     e, item: item, file: file, shown: shown, reference: reference, maxWER: maxWER, maxCER: maxCER,
                     result: result, outcome: &outcome)
-            case .golden(let named, let ignore, let tolerances):
+            case .golden(let named, let rules):
                 let golden = suite.goldenURL(named, item: item.name, output: e.output)
-                if update {
-                    outcome.updates.append(try store(file, as: golden, ignore: ignore, tolerances: tolerances))
-                }
-                return try goldenFile(
-                    file, shown: shown, golden: golden, ignore: ignore, tolerances: tolerances, result: result)
+                if update { outcome.updates.append(try store(file, as: golden, rules: rules)) }
+                return try goldenFile(file, shown: shown, golden: golden, rules: rules, result: result)
             case .audio(let named, let tolerance):
                 let golden = suite.goldenURL(named, item: item.name, output: e.output)
-                if update { outcome.updates.append(try store(file, as: golden, ignore: [], tolerances: [:])) }
+                if update { outcome.updates.append(try store(file, as: golden, rules: GoldenRules())) }
                 return try audio(file, shown: shown, golden: golden, tolerance: tolerance, result: result)
             case .matches(let pattern):
                 let text = try outputText(file)
@@ -250,7 +247,7 @@ public struct Checker {
     }
 
     func goldenFile(
-        _ file: URL, shown: String, golden: URL, ignore: [String], tolerances: [String: Double], result: CheckResult
+        _ file: URL, shown: String, golden: URL, rules: GoldenRules, result: CheckResult
     ) throws -> CheckResult {
         var result = result
         guard let expected = FileManager.default.contents(atPath: golden.path) else {
@@ -261,7 +258,7 @@ public struct Checker {
         if file.pathExtension.lowercased() == "json", let a = try? JSONValue.parse(actual),
             let g = try? JSONValue.parse(expected)
         {
-            let differences = JSONGolden.differences(actual: a, golden: g, ignore: ignore, tolerances: tolerances)
+            let differences = JSONGolden.differences(actual: a, golden: g, rules: rules)
             result.passed = differences.isEmpty
             result.metrics = ["differences": Double(differences.count)]
             result.message =
@@ -311,7 +308,7 @@ public struct Checker {
 
     /// `--update`: the output becomes the golden; says what changed.
     func store(
-        _ file: URL, as golden: URL, ignore: [String], tolerances: [String: Double]
+        _ file: URL, as golden: URL, rules: GoldenRules
     ) throws -> (path: String, change: String) {
         let actual = try Data(contentsOf: file)
         let change: String
@@ -319,7 +316,7 @@ public struct Checker {
             if old == actual {
                 change = "same"
             } else if let a = try? JSONValue.parse(actual), let g = try? JSONValue.parse(old) {
-                let differences = JSONGolden.differences(actual: a, golden: g, ignore: ignore, tolerances: tolerances)
+                let differences = JSONGolden.differences(actual: a, golden: g, rules: rules)
                 change =
                     differences.isEmpty
                     ? "changed outside ignored fields and tolerances only"

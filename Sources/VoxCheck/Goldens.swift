@@ -1,19 +1,57 @@
 import Foundation
 import VoxCore
 
+/// What a JSON golden lets differ: fields to ignore, numeric tolerances, and text fields compared
+/// by word error rate instead of exactly, each keyed by a path pattern (`turns[*].start`).
+public struct GoldenRules: Sendable, Equatable {
+    /// Fields left out of the comparison.
+    public var ignore: [String]
+    /// Numbers that may differ by up to this much.
+    public var tolerances: [String: Double]
+    /// Strings compared by word error rate against the golden's string (normalised as the suite
+    /// says): a recogniser's words may change within the rate, a missing field still fails.
+    public var maxWER: [String: Double]
+    /// How text is normalised before `maxWER` is measured.
+    public var normalization: TextNormalization
+
+    public init(
+        ignore: [String] = [], tolerances: [String: Double] = [:], maxWER: [String: Double] = [:],
+        normalization: TextNormalization = .standard
+    ) {
+        self.ignore = ignore
+        self.tolerances = tolerances
+        self.maxWER = maxWER
+        self.normalization = normalization
+    }
+}
+
 /// JSON outputs against their goldens: every difference named by its path (`turns[1].reply`),
-/// with fields to ignore and numeric tolerances given as path patterns, where `[*]` stands for
-/// any index and `*` for any key (`turns[*].start`, `*.seconds`).
+/// with fields to ignore, numeric tolerances and text fields compared by word error rate given
+/// as path patterns, where `[*]` stands for any index and `*` for any key (`turns[*].start`, `*.seconds`).
 public enum JSONGolden {
     /// The differences, in document order; empty when the output matches.
     public static func differences(
         actual: JSONValue, golden: JSONValue, ignore: [String] = [], tolerances: [String: Double] = [:]
     ) -> [String] {
+        differences(actual: actual, golden: golden, rules: GoldenRules(ignore: ignore, tolerances: tolerances))
+    }
+
+    /// The differences under `rules`, in document order; empty when the output matches.
+    public static func differences(actual: JSONValue, golden: JSONValue, rules: GoldenRules) -> [String] {
         var out: [String] = []
-        compare(
-            actual, golden, path: [], ignore: ignore.map(pattern),
-            tolerances: tolerances.map { (pattern($0.key), $0.value) }, into: &out)
+        let compiled = Compiled(
+            ignore: rules.ignore.map(pattern), tolerances: rules.tolerances.map { (pattern($0.key), $0.value) },
+            maxWER: rules.maxWER.map { (pattern($0.key), $0.value) }, normalization: rules.normalization)
+        compare(actual, golden, path: [], rules: compiled, into: &out)
         return out
+    }
+
+    /// The rules with their patterns split into parts.
+    struct Compiled {
+        var ignore: [[String]]
+        var tolerances: [([String], Double)]
+        var maxWER: [([String], Double)]
+        var normalization: TextNormalization
     }
 
     /// A path as written: `a.b[2].c`; the root is `$`.
@@ -62,10 +100,9 @@ public enum JSONGolden {
     }
 
     static func compare(
-        _ actual: JSONValue?, _ golden: JSONValue?, path: [String], ignore: [[String]],
-        tolerances: [([String], Double)], into out: inout [String]
+        _ actual: JSONValue?, _ golden: JSONValue?, path: [String], rules: Compiled, into out: inout [String]
     ) {
-        if ignore.contains(where: { matches($0, path) }) { return }
+        if rules.ignore.contains(where: { matches($0, path) }) { return }
         let at = render(path)
         switch (actual, golden) {
         case (nil, nil):
@@ -76,20 +113,32 @@ public enum JSONGolden {
             out.append("\(at): not in the golden (now \(show(a)))")
         case (.object(let a)?, .object(let g)?):
             for key in Set(a.keys).union(g.keys).sorted() {
-                compare(a[key], g[key], path: path + [key], ignore: ignore, tolerances: tolerances, into: &out)
+                compare(a[key], g[key], path: path + [key], rules: rules, into: &out)
             }
         case (.array(let a)?, .array(let g)?):
             for i in 0..<max(a.count, g.count) {
                 compare(
-                    i < a.count ? a[i] : nil, i < g.count ? g[i] : nil, path: path + ["[\(i)]"], ignore: ignore,
-                    tolerances: tolerances, into: &out)
+                    i < a.count ? a[i] : nil, i < g.count ? g[i] : nil, path: path + ["[\(i)]"], rules: rules,
+                    into: &out)
             }
         case (.number(let a)?, .number(let g)?):
-            let allowed = tolerances.first { matches($0.0, path) }?.1 ?? 0
+            let allowed = rules.tolerances.first { matches($0.0, path) }?.1 ?? 0
             if abs(a - g) > allowed + 1e-12 {
                 out.append(
                     "\(at): \(show(.number(a))) but the golden has \(show(.number(g)))"
                         + (allowed > 0 ? " (tolerance ±\(show(.number(allowed))))" : ""))
+            }
+        case (.string(let a)?, .string(let g)?) where a != g:
+            if let maxWER = rules.maxWER.first(where: { matches($0.0, path) })?.1 {
+                let rate = Scoring.wordErrors(reference: g, hypothesis: a, normalization: rules.normalization)
+                    .counts.rate
+                if rate > maxWER + 1e-12 {
+                    out.append(
+                        "\(at): \(show(.string(a))) but the golden has \(show(.string(g))) (WER "
+                            + String(format: "%.3f > %.3f", rate, maxWER) + ")")
+                }
+            } else {
+                out.append("\(at): \(show(.string(a))) but the golden has \(show(.string(g)))")
             }
         case (let a?, let g?):
             if a != g { out.append("\(at): \(show(a)) but the golden has \(show(g))") }

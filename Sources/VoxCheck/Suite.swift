@@ -12,7 +12,7 @@ import VoxCore
 ///         { "item": "speech-en-*", "output": "transcript.txt", "reference": "refs/{item}.txt", "wer": 0.15, "cer": 0.1
 /// },
 ///         { "item": "lesson", "output": "replies.json", "golden": true, "ignore": ["turns[*].audio"],
-///           "tolerance": { "turns[*].start": 0.01 } },
+///           "tolerance": { "turns[*].start": 0.01 }, "text": { "turns[*].transcription": { "maxWER": 0.2 } } },
 ///         { "item": "lesson", "output": "speech-0001.wav", "golden": true, "audio": { "rmsDB": 0.5, "snrDB": 30 } },
 ///         { "item": "*", "output": "transcript.txt", "matches": "(?i)guten" } ] }
 public struct Suite: Sendable {
@@ -20,8 +20,9 @@ public struct Suite: Sendable {
     public enum Check: Sendable {
         /// Word (and character) error rate of the output's text against a reference.
         case errorRate(reference: ReferenceSource, maxWER: Double?, maxCER: Double?)
-        /// The output equals its golden: JSON with ignored fields and tolerances, text exactly.
-        case golden(file: String?, ignore: [String], tolerances: [String: Double])
+        /// The output equals its golden: JSON with ignored fields, tolerances and text fields within a
+        /// word error rate; other text exactly.
+        case golden(file: String?, rules: GoldenRules)
         /// An audio output against its golden WAV, within tolerances.
         case audio(file: String?, tolerance: AudioTolerance)
         /// The output's text matches a regular expression.
@@ -146,7 +147,7 @@ public struct Suite: Sendable {
         guard let list = root["expect"]?.arrayValue else { throw fail("expect", "expected a list of expectations") }
         var expectations: [Expectation] = []
         for (i, value) in list.enumerated() {
-            expectations.append(try expectation(value, index: i, fail: fail))
+            expectations.append(try expectation(value, index: i, normalization: normalization, fail: fail))
         }
         return Suite(
             url: url.standardizedFileURL, spec: URL(fileURLWithPath: spec, relativeTo: folder).standardizedFileURL,
@@ -154,12 +155,13 @@ public struct Suite: Sendable {
             normalization: normalization, budgets: budgets, expectations: expectations)
     }
 
-    static func expectation(_ value: JSONValue, index i: Int, fail: (String, String) -> VoxError) throws -> Expectation
-    {
+    static func expectation(
+        _ value: JSONValue, index i: Int, normalization: TextNormalization, fail: (String, String) -> VoxError
+    ) throws -> Expectation {
         let at = "expect[\(i)]"
         guard let o = value.objectValue else { throw fail(at, "expected an object") }
         let known: Set<String> = [
-            "item", "output", "reference", "referenceText", "wer", "cer", "golden", "ignore", "tolerance", "audio",
+            "item", "output", "reference", "referenceText", "wer", "cer", "golden", "ignore", "tolerance", "text", "audio",
             "matches", "description",
         ]
         if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) {
@@ -253,7 +255,23 @@ public struct Suite: Sendable {
                     tolerances[path] = n
                 }
             }
-            check = .golden(file: try goldenFile(), ignore: ignore, tolerances: tolerances)
+            var maxWER: [String: Double] = [:]
+            if let t = o["text"] {
+                guard let map = t.objectValue else {
+                    throw fail("\(at).text", "expected an object: field path → {\"maxWER\": rate}")
+                }
+                for (path, value) in map {
+                    guard let rule = value.objectValue, Set(rule.keys) == ["maxWER"],
+                        let n = rule["maxWER"]?.numberValue, n >= 0
+                    else {
+                        throw fail("\(at).text.\(path)", "expected {\"maxWER\": a number ≥ 0}")
+                    }
+                    maxWER[path] = n
+                }
+            }
+            check = .golden(
+                file: try goldenFile(),
+                rules: GoldenRules(ignore: ignore, tolerances: tolerances, maxWER: maxWER, normalization: normalization))
         }
         return Expectation(index: i, item: item, output: output, check: check)
     }

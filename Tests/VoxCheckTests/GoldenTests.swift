@@ -51,6 +51,72 @@ import VoxTestSupport
     }
 }
 
+@Suite struct TextGoldenTests {
+    let golden: JSONValue = [
+        "turns": [["turn": 1, "transcription": "Guten Morgen! Wie geht es dir heute? Ich lerne Deutsch.", "reply": "Gut."]]
+    ]
+
+    /// A suite over one item whose replies.json differs from its golden as `actual` does.
+    func check(_ actual: JSONValue, rule: String) throws -> CheckResult {
+        let dir = temporaryDirectory()
+        let suiteURL = dir.appendingPathComponent("s.check.json")
+        try Data(
+            (#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"lesson","output":"replies.json","golden":true"#
+                + rule + "}]}").utf8
+        ).write(to: suiteURL)
+        let out = dir.appendingPathComponent("out")
+        for (root, value) in [(out, actual), (dir.appendingPathComponent("goldens"), golden)] {
+            let folder = root.appendingPathComponent("lesson")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try value.canonicalData().write(to: folder.appendingPathComponent("replies.json"))
+        }
+        let items = [CheckedItem(name: "lesson", status: "done", seconds: 1)]
+        let outcome = Checker(suite: try Suite.load(suiteURL), outputDirectory: out, items: items, wallSeconds: 1)
+            .evaluate()
+        return try #require(outcome.results.first)
+    }
+
+    func transcribed(_ text: String) -> JSONValue {
+        ["turns": [["turn": 1, "transcription": .string(text), "reply": "Gut."]]]
+    }
+
+    @Test func aTranscriptionOneWordOffPassesWithMaxWERAndFailsWithout() throws {
+        let oneOff = transcribed("Guten Morgen! Wie geht es dir heute? Ich lebe Deutsch.")
+        let rule = #","text":{"turns[*].transcription":{"maxWER":0.2}}"#
+        #expect(try check(oneOff, rule: rule).passed)
+        let strict = try check(oneOff, rule: "")
+        #expect(!strict.passed)
+        #expect(strict.message.contains(#"turns[0].transcription: "Guten Morgen! Wie geht es dir heute? Ich lebe"#))
+        // Two words off of nine is over 0.2, and the message gives the rate.
+        let twoOff = try check(transcribed("Guten Morgen! Wie geht es dir heute? Ich werde heute."), rule: rule)
+        #expect(!twoOff.passed)
+        #expect(twoOff.message.contains("(WER 0.222 > 0.200)"))
+        // Other fields are still compared exactly, and a missing transcription still fails.
+        var otherReply = oneOff
+        otherReply = ["turns": [["turn": 1, "transcription": "Guten Morgen! Wie geht es dir heute? Ich lerne Deutsch.",
+            "reply": "Schlecht."]]]
+        #expect(try !check(otherReply, rule: rule).passed)
+        let missing: JSONValue = ["turns": [["turn": 1, "reply": "Gut."]]]
+        let gone = try check(missing, rule: rule)
+        #expect(!gone.passed && gone.message.contains("turns[0].transcription: missing"))
+    }
+
+    @Test func aBadTextRuleNamesItsPath() throws {
+        let dir = temporaryDirectory()
+        let url = dir.appendingPathComponent("s.check.json")
+        try Data(
+            (#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"a","output":"r.json","golden":true,"#
+                + #""text":{"turns[*].transcription":{"maxWERR":0.2}}}]}"#).utf8
+        ).write(to: url)
+        #expect(throws: VoxError.self) { try Suite.load(url) }
+        do {
+            _ = try Suite.load(url)
+        } catch let e as VoxError {
+            #expect(e.message.hasSuffix(#"expect[0].text.turns[*].transcription: expected {"maxWER": a number ≥ 0}"#))
+        }
+    }
+}
+
 @Suite struct AudioGoldenTests {
     /// One second of a 440 Hz sine at 48 kHz, `gain` dB from -12 dBFS peak.
     func tone(gain: Double) -> (format: AudioFormat, samples: [Float]) {
