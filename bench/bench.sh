@@ -198,6 +198,35 @@ printf "600 s of lesson, beam 5, %s threads: voxpipe %ss (RTF %s, %s MB)   faste
   "${f% *}" "$(awk "BEGIN{printf \"%.2f\", ${f% *}/600}")" "$(awk "BEGIN{printf \"%.0f\", ${f#* }/1024}")" "$(ratio "${v% *}" "${f% *}")"
 echo "pocketsphinx (voxpipe, voice turns) on the same 600 s: ${p% *}s (RTF $(awk "BEGIN{printf \"%.2f\", ${p% *}/600}"), $(awk "BEGIN{printf \"%.0f\", ${p#* }/1024}") MB)"
 
+# --- same results everywhere (issue 22) ------------------------------------------------------
+echo
+echo "== reproducible Whisper: the LibriVox lines + 2 samples through Pipelines/transcribe.json, transcripts compared byte for byte"
+RP=$W/repro; rm -rf "$RP"; mkdir -p "$RP/in"
+cp /usr/share/pocketsphinx/test/data/librivox/*.wav Samples/speech-en-22k-mono.wav Samples/speech-de-44k-stereo.flac "$RP/in/"
+sums() { (cd "$1" && find . -name 'transcript.*' -type f | sort | xargs sha256sum) | sha256sum | cut -c1-16; }
+REPS_SAVED=$REPS; REPS=1
+r1=$(measure "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/jobs1" --jobs 1)
+r2=$(measure "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/jobs2" --jobs 2)
+r3=$(measure taskset -c 0 "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/core0")
+yes >/dev/null & h1=$!; yes >/dev/null & h2=$!
+r4=$(measure "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/busy")
+kill "$h1" "$h2"; wait "$h1" "$h2" 2>/dev/null || true
+REPS=$REPS_SAVED
+ref=$(sums "$RP/jobs1")
+same() { [ "$(sums "$1")" = "$ref" ] && echo identical || echo DIFFERENT; }
+echo "--jobs 1 ${r1% *}s   --jobs 2 ${r2% *}s ($(same "$RP/jobs2"))   taskset -c 0 ${r3% *}s ($(same "$RP/core0"))   two CPU hogs beside ${r4% *}s ($(same "$RP/busy"))   transcripts $ref"
+# What the x86-64-v3 baseline costs against a runtime built for this CPU (-march=native), built
+# once into bench/work and used through LD_LIBRARY_PATH; its transcripts may differ (not reproducible).
+NATIVE=$W/whisper-native
+if [ ! -f "$NATIVE/lib/libwhisper.so" ]; then
+  VOXPIPE_PREFIX="$NATIVE" VOXPIPE_MODELS=/usr/local/share/voxpipe/models VOXPIPE_WHISPER_BUILD=native scripts/setup-whisper.sh
+fi
+REPS_SAVED=$REPS; REPS=1
+nb=$(measure "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/base-again" --jobs 1 --force)
+nn=$(measure env LD_LIBRARY_PATH="$NATIVE/lib" "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/native" --jobs 1 --force)
+REPS=$REPS_SAVED
+echo "baseline x86-64-v3 ${nb% *}s   native ($(grep -o 'avx512[a-z_]*' /proc/cpuinfo | sort -u | head -3 | tr '\n' ' ')…) ${nn% *}s   baseline/native $(ratio "${nb% *}" "${nn% *}")   native transcripts: $(same "$RP/native")"
+
 echo
 echo "== the transcribe pipeline's (Whisper) peak memory on a 3-hour file vs a 10-minute one (one short burst a minute)"
 M3=$W/asr-mem; rm -rf "$M3"; mkdir -p "$M3/h3" "$M3/m10"
