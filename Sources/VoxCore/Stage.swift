@@ -172,6 +172,9 @@ public struct StageContext: Sendable {
     public var httpTransport: (any HTTPTransport)?
     /// What waits (retries, rate limits) go by.
     public var clock: any VoxClock = SystemClock()
+    /// The keys in use: providers register the keys they load, writers redact what they write.
+    /// The command line passes its process-wide registry; a test's context has one of its own.
+    public var secrets = Secrets()
 
     public init(
         logger: Logger, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,
