@@ -61,7 +61,14 @@ public enum ContainedFile {
         let components = path.split(separator: "/").map(String.init)
         for component in components.dropLast() {
             let next = openat(directory, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            let error = errno
+            var error = errno
+            // Linux says ENOTDIR, not ELOOP, for a link opened as a folder without following it.
+            var status = stat()
+            if next < 0, fstatat(directory, component, &status, AT_SYMLINK_NOFOLLOW) == 0,
+                Kind(mode: status.st_mode) == .symlink
+            {
+                error = ELOOP
+            }
             close(directory)
             guard next >= 0 else { throw refusal(errno: error, component: component) }
             directory = next

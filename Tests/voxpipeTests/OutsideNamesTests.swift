@@ -148,4 +148,30 @@ import VoxTestSupport
                 $0.hasPrefix("voxpipe: error: \(input.path)/bad\\nvoxpipe: error: forged.wav: stage 'x' failed.wav: ")
             }, "\(result.stderr)")
     }
+
+    @Test func aReportSidecarThatIsASymlinkOutOfItsFolderIsRefusedNotRead() throws {
+        let dir = temporaryDirectory()
+        let input = dir.appendingPathComponent("in")
+        try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+        let samples = [Float](repeating: 0.25, count: 800)
+        try WAVData.pcm16(samples, format: AudioFormat(sampleRate: 8000, channels: 1))
+            .write(to: input.appendingPathComponent("upload.wav"))
+        try Data(#"{"reportId": "R-1", "reportedUser": "bob"}"#.utf8).write(
+            to: dir.appendingPathComponent("other.json"))
+        try FileManager.default.createSymbolicLink(
+            atPath: input.appendingPathComponent("upload.json").path, withDestinationPath: "../other.json")
+        let spec = try writeSpec(
+            #"""
+            {"stages": [
+              {"id": "decode", "kind": "decode", "sidecar": "required"},
+              {"id": "wav", "kind": "write-wav"}
+            ]}
+            """#, in: dir)
+        let result = try voxpipe(["run", spec.path, input.path, "-o", dir.appendingPathComponent("out").path])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "voxpipe: error: \(input.path)/upload.wav: decode (decode): report sidecar upload.json: "
+                    + "a symbolic link; not followed\n"), "\(result.stderr)")
+    }
 }
