@@ -6,8 +6,9 @@ import Foundation
 ///
 /// Whoever loads a key registers it (`HTTPSettings.apiKey(secrets:)`, serve's client keys); whoever
 /// writes text calls `redact`. A key is replaced in its plain form and in the forms JSON and XML
-/// escaping give it. Text gets `[redacted]`; bytes that are not UTF-8 (an audio body) get a run
-/// of `*` as long as the key, so a container's sizes and offsets still hold.
+/// escaping give it. Text gets `[redacted]`; bytes that are not text (not UTF-8, or holding a NUL:
+/// an audio body, even a silent one) get a run of `*` as long as the key, so a container's sizes
+/// and offsets still hold.
 ///
 /// Thread-safe. Registered keys stay for the registry's life (a serve process keeps every client
 /// key it has seen, a few dozen bytes each).
@@ -58,12 +59,12 @@ public final class Secrets: @unchecked Sendable {
         return out
     }
 
-    /// The bytes with every registered key replaced: as text when they are UTF-8, else each
-    /// occurrence overwritten with `*` (same length).
+    /// The bytes with every registered key replaced: as text when they are UTF-8 without a NUL,
+    /// else each occurrence overwritten with `*` (same length).
     public func redact(_ data: Data) -> Data {
         let forms = lock.withLock { self.forms }
         guard !forms.isEmpty else { return data }
-        if let text = String(data: data, encoding: .utf8) {
+        if !data.contains(0), let text = String(data: data, encoding: .utf8) {
             let clean = redact(text)
             return clean == text ? data : Data(clean.utf8)
         }

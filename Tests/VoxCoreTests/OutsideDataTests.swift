@@ -28,6 +28,10 @@ import VoxTestSupport
         let binary = Data([0xFF, 0xFE]) + Data("sk-a/b\"c".utf8) + Data([0x80])
         #expect(
             secrets.redact(binary) == Data([0xFF, 0xFE]) + Data(repeating: UInt8(ascii: "*"), count: 8) + Data([0x80]))
+        // Silent PCM is valid UTF-8 (all NULs), but it is not text.
+        let silence = Data(count: 4) + Data("sk-a/b\"c".utf8) + Data(count: 2)
+        #expect(
+            secrets.redact(silence) == Data(count: 4) + Data(repeating: UInt8(ascii: "*"), count: 8) + Data(count: 2))
     }
 
     @Test(arguments: ["sk-a\r\nX-Injected: 1", "sk-a\n", "sk\0a", "sk-\u{7F}"])
