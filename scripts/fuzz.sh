@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-all=(decode upload sidecar spec rules bagit chunks http ledger)
+all=(decode upload sidecar spec rules bagit chunks http ledger join verify)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 runs=${FUZZ_RUNS:-12000}

@@ -49,6 +49,13 @@ public final class Digest {
     public static func hexOfFile(at url: URL, _ algorithm: Algorithm = .sha256) throws -> (hex: String, bytes: Int64) {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
+        return try hex(of: handle, algorithm)
+    }
+
+    /// The hex digest and size of what is left to read from an open file, read in 1 MiB blocks.
+    public static func hex(
+        of handle: FileHandle, _ algorithm: Algorithm = .sha256
+    ) throws -> (hex: String, bytes: Int64) {
         let d = Digest(algorithm)
         var total: Int64 = 0
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {

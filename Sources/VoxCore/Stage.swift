@@ -174,6 +174,9 @@ public struct StageContext: Sendable {
     public var clock: any VoxClock = SystemClock()
     /// Heavy engines (models) shared by every stage instance of the run, loaded once.
     public var engines = EngineCache()
+    /// The keys in use: providers register the keys they load, writers redact what they write.
+    /// The command line passes its process-wide registry; a test's context has one of its own.
+    public var secrets = Secrets()
 
     public init(
         logger: Logger, rateConversion: (any RateConversion)? = nil, lookback: Double? = nil,

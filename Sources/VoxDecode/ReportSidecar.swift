@@ -83,10 +83,16 @@ public struct ReportSidecar: Sendable, Equatable {
         return fractional.date(from: text)
     }
 
-    /// Reads and checks a sidecar; throws with the reason when it is not a report.
+    /// Reads and checks a sidecar; throws with the reason when it is not a report. The sidecar is
+    /// read inside its upload's folder (`ContainedFile`): a symbolic link (out of the folder or
+    /// not) or a FIFO in its place is refused, never followed or waited on.
     public static func load(_ url: URL) throws -> ReportSidecar {
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is missing")
+        let data: Data
+        do {
+            data = try ContainedFile.read(url.lastPathComponent, in: url.deletingLastPathComponent())
+        } catch let error as VoxError {
+            let reason = error.message == "missing" ? " is missing" : ": \(error.message)"
+            throw VoxError(.badInput, "report sidecar \(url.lastPathComponent)\(reason)")
         }
         guard let value = try? JSONValue.parse(data), let object = value.objectValue else {
             throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is not a JSON object")

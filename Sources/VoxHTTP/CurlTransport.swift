@@ -18,6 +18,8 @@ public enum HTTPFailure: FailureCode {
     case invalidResponse
     /// `--http-replay` has no recording of this request.
     case notRecorded
+    /// A request voxpipe will not send (a header holding a line break).
+    case invalidRequest
 
     /// A server that cannot be reached or will not serve is unavailable (exit 69 at prepare);
     /// an answer that breaks the API is a failure of the item that asked.
@@ -25,7 +27,7 @@ public enum HTTPFailure: FailureCode {
         switch self {
         case .connection, .timeout, .quota, .notRecorded: .unavailable
         case .status(let code): code == 401 || code == 403 || code == 404 ? .unavailable : .badInput
-        case .invalidResponse: .badInput
+        case .invalidResponse, .invalidRequest: .badInput
         }
     }
 }

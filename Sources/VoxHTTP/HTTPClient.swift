@@ -4,7 +4,8 @@ import VoxCore
 /// A provider's connection to its server: retries connection errors, 408, 409, 429 and 5xx with
 /// exponential backoff and full jitter, honouring `Retry-After`; never retries other 4xx or an
 /// `insufficient_quota` error; keeps to a requests-per-minute limit and a cap on requests in
-/// flight; records or replays exchanges; and keeps the API key out of every message.
+/// flight; records or replays exchanges; and keeps the API key out of every message: a response
+/// is redacted (`Secrets`) as it arrives, before anything reads, cuts short or records it.
 public final class HTTPClient: Sendable {
     public let settings: HTTPSettings
     let apiKey: String?
@@ -13,17 +14,21 @@ public final class HTTPClient: Sendable {
     let transport: any HTTPTransport
     /// Waits between attempts and spaces requests; tests pass one that moves on without sleeping.
     let clock: any VoxClock
+    /// The keys to redact from responses; `apiKey` is registered in it.
+    let secrets: Secrets
     /// A number in 0..<1 for jitter.
     let random: @Sendable () -> Double
 
     /// `transport` nil means libcurl.
     public init(
         settings: HTTPSettings, apiKey: String?, recording: ExchangeRecording?,
-        transport: (any HTTPTransport)? = nil, clock: any VoxClock = SystemClock(),
+        transport: (any HTTPTransport)? = nil, clock: any VoxClock = SystemClock(), secrets: Secrets = Secrets(),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.settings = settings
         self.apiKey = apiKey
+        self.secrets = secrets
+        if let apiKey { secrets.register(apiKey) }
         self.recording = recording
         self.transport = transport ?? CurlTransport()
         self.clock = clock
@@ -39,7 +44,18 @@ public final class HTTPClient: Sendable {
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         if case .replay(let folder) = recording { return try replay(request, from: folder) }
         var authorized = request
-        if let apiKey = self.key { authorized.headers.append(("Authorization", "Bearer \(apiKey)")) }
+        if let apiKey = self.key {
+            secrets.register(apiKey)
+            authorized.headers.append(("Authorization", "Bearer \(apiKey)"))
+        }
+        // A line break in a header would end it and start another (keys are checked at load; this
+        // holds for every header).
+        let breaksLine = { (header: (String, String)) in
+            (header.0 + header.1).unicodeScalars.contains(where: isControl)
+        }
+        if let (name, _) = authorized.headers.first(where: breaksLine) {
+            throw redacted(HTTPError(.invalidRequest, "the \(name) header holds a control character; not sent"))
+        }
         authorized.connectTimeout = settings.connectTimeout
         authorized.timeout = settings.timeout(forBytes: request.body.count)
         authorized.lowSpeedBytes = settings.lowSpeedBytes
@@ -50,7 +66,7 @@ public final class HTTPClient: Sendable {
             let outcome: Result<HTTPResponse, any Error>
             await limiter.acquire()
             do {
-                outcome = .success(try await transport.perform(authorized))
+                outcome = .success(redacted(try await transport.perform(authorized)))
             } catch {
                 outcome = .failure(error)
             }
@@ -126,13 +142,21 @@ public final class HTTPClient: Sendable {
         return (text.isEmpty ? "(empty body)" : text, nil)
     }
 
-    /// The error with the key (if a server echoed it) replaced.
     /// The key this request goes with: a serve client's (`ClientCredentials`), else the provider's.
     var key: String? { ClientCredentials.apiKey ?? apiKey }
 
+    /// The error with every key (if a server echoed one) replaced.
     func redacted(_ error: HTTPError) -> HTTPError {
-        guard let apiKey = key, !apiKey.isEmpty, error.message.contains(apiKey) else { return error }
-        return HTTPError(error.code, error.message.replacingOccurrences(of: apiKey, with: "[redacted]"))
+        let message = secrets.redact(error.message)
+        return message == error.message ? error : HTTPError(error.code, message)
+    }
+
+    /// The response with every key replaced in its body and headers, before anything reads it.
+    func redacted(_ response: HTTPResponse) -> HTTPResponse {
+        var clean = response
+        clean.body = secrets.redact(response.body)
+        clean.headers = response.headers.mapValues(secrets.redact)
+        return clean
     }
 
     // MARK: record and replay
@@ -160,12 +184,7 @@ public final class HTTPClient: Sendable {
         let path =
             request.url.hasPrefix(settings.baseURL)
             ? String(request.url.dropFirst(settings.baseURL.count)) : request.url
-        var clean = response
-        if let apiKey = key, !apiKey.isEmpty, let text = String(data: response.body, encoding: .utf8),
-            text.contains(apiKey)
-        {
-            clean.body = Data(text.replacingOccurrences(of: apiKey, with: "[redacted]").utf8)
-        }
+        let clean = redacted(response)
         let exchange = Exchange(
             method: request.method, path: path, requestBodySHA256: Digest.hex(request.body), response: clean)
         let encoder = JSONEncoder()
@@ -191,6 +210,8 @@ public final class HTTPClient: Sendable {
         return exchange.response
     }
 }
+
+func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.generalCategory == .control }
 
 /// Spaces requests to keep under a per-minute limit and caps those in flight.
 actor RateLimiter {

@@ -69,15 +69,29 @@ public struct HTTPSettings: Sendable, Equatable {
     /// The total timeout for a request that uploads `bytes`: slow links still get to finish.
     public func timeout(forBytes bytes: Int) -> Double { timeout + Double(bytes) / 100_000 }
 
-    /// The API key: from the key file, else the environment variable; nil when neither has one.
-    public func apiKey(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+    /// The API key: from the key file (its surrounding blank space trimmed), else the environment
+    /// variable; nil when neither has one. The key is registered in `secrets`, so every text
+    /// voxpipe writes from now on has it redacted. A key holding a control character (CR, LF,
+    /// NUL, …) would inject a header: it is refused (`VoxError(.invalidSpec)`, exit 65), the error
+    /// naming the variable or file, never the key.
+    public func apiKey(
+        secrets: Secrets, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> String? {
+        let key: String?
+        let source: String
         if let apiKeyFile {
             guard let text = try? String(contentsOf: apiKeyFile, encoding: .utf8) else {
                 throw VoxError(.unavailable, "cannot read the API key file \(apiKeyFile.path)")
             }
-            let key = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            return key.isEmpty ? nil : key
+            key = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            source = apiKeyFile.path
+        } else {
+            key = environment[apiKeyEnv]
+            source = "$" + apiKeyEnv
         }
-        return environment[apiKeyEnv].flatMap { $0.isEmpty ? nil : $0 }
+        guard let key, !key.isEmpty else { return nil }
+        try Secrets.check(key, source: source)
+        secrets.register(key)
+        return key
     }
 }

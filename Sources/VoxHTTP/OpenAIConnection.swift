@@ -11,10 +11,10 @@ public struct OpenAIConnection: Sendable {
     public init(settings: HTTPSettings, context: StageContext) throws {
         // A replayed run sends nothing, so it needs no key.
         var key: String?
-        if case .replay = context.recording {} else { key = try settings.apiKey() }
+        if case .replay = context.recording {} else { key = try settings.apiKey(secrets: context.secrets) }
         client = HTTPClient(
             settings: settings, apiKey: key, recording: context.recording, transport: context.httpTransport,
-            clock: context.clock)
+            clock: context.clock, secrets: context.secrets)
     }
 
     /// `GET {baseURL}/models`: the server answers and accepts the key, or exit 69 with why.

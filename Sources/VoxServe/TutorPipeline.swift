@@ -23,6 +23,8 @@ public final class TutorPipeline: Sendable {
     let scratch: URL
     let logger: Logger
     let rateConversion: (any RateConversion)?
+    /// The keys in use (the providers' and the clients'): redacted from every answer and log line.
+    let secrets: Secrets
 
     /// Plans the spec for serving and prepares every stage once (models load here): throws
     /// `VoxError(.invalidSpec)` for a spec without transcribe, reply and synthesize stages, and
@@ -55,6 +57,7 @@ public final class TutorPipeline: Sendable {
         replyIndex = reply.index
         logger = context.logger
         rateConversion = context.rateConversion
+        secrets = context.secrets
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
             "voxpipe-serve-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)

@@ -236,7 +236,7 @@ public final class TutorServer: Sendable {
                 level: status >= 500 ? .warning : .info, "request failed",
                 metadata: [
                     "http.route": .string(route), "http.status": .stringConvertible(status),
-                    "error": .string(serveError.message),
+                    "error": .string(self.pipeline.secrets.redact(serveError.message)),
                 ])
         }
         let elapsed = ContinuousClock.now - started
@@ -272,7 +272,9 @@ public final class TutorServer: Sendable {
         return object
     }
 
-    /// A key sent in the body, removed from it: refused unless `allowClientKeys`.
+    /// A key sent in the body, removed from it: refused unless `allowClientKeys`, and refused when
+    /// it holds a control character (it would inject a header upstream). An accepted key is
+    /// registered with the pipeline's secrets, so no answer, log line or recording shows it.
     func clientKey(_ body: inout [String: Any]) throws -> String? {
         let names = body.keys.filter { name in
             let folded = name.lowercased().replacingOccurrences(of: "_", with: "")
@@ -287,12 +289,20 @@ public final class TutorServer: Sendable {
         }
         let key = body[name] as? String
         for name in names { body.removeValue(forKey: name) }
-        return key?.isEmpty == false ? key : nil
+        guard let key, !key.isEmpty else { return nil }
+        do {
+            try Secrets.check(key, source: "the request's \(name)")
+        } catch let error as VoxError {
+            throw ServeError.badRequest("client_key", error.message)
+        }
+        pipeline.secrets.register(key)
+        return key
     }
 
     func json(_ status: Int, _ object: [String: Any]) -> Response {
         let data =
             (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            .map(pipeline.secrets.redact)
             ?? Data(#"{"error":"internal error: the answer could not be encoded","success":false}"#.utf8)
         return Response(
             status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],

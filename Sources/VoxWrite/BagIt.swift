@@ -43,16 +43,22 @@ public enum BagIt {
             Data((tags.joined(separator: "\n") + "\n").utf8), to: bag.appendingPathComponent(tagManifest.name))
     }
 
-    /// The problems of a bag, each naming its file; empty when it is complete and valid.
+    /// The problems of a bag, each naming its file; empty when it is complete and valid. A bag
+    /// holds only folders and regular files: a symbolic link anywhere in it, a FIFO, socket or
+    /// device is a problem, and is never followed or read; every payload file under `data/` must
+    /// be listed in each payload manifest. Every file is read through `ContainedFile`, so nothing
+    /// a manifest names (or a link swapped in) reaches outside the bag.
     public static func verify(bag: URL) -> [String] {
         var problems: [String] = []
-        guard let declaration = try? String(contentsOf: bag.appendingPathComponent("bagit.txt"), encoding: .utf8) else {
-            return ["bagit.txt: missing or unreadable"]
-        }
+        guard let declaration = text(bag, "bagit.txt") else { return ["bagit.txt: missing or unreadable"] }
         if declaration != Self.declaration { problems.append("bagit.txt: not a BagIt 1.0 declaration") }
-        let present = Set((try? files(in: bag.appendingPathComponent("data")))?.map { "data/\($0)" } ?? [])
+        let entries = ContainedFile.walk(bag)
+        for entry in entries where entry.kind != .file && entry.kind != .directory {
+            problems.append("\(entry.path): \(entry.kind.described), not a regular file")
+        }
+        let present = Set(entries.filter { $0.kind == .file && $0.path.hasPrefix("data/") }.map(\.path))
         for (name, algorithm) in payloadManifests {
-            guard let entries = manifest(bag.appendingPathComponent(name)) else {
+            guard let entries = manifest(bag, name) else {
                 problems.append("\(name): missing or malformed")
                 continue
             }
@@ -63,13 +69,13 @@ public enum BagIt {
                     problems.append("\(path): listed in \(name) but missing")
                     continue
                 }
-                if (try? Digest.hexOfFile(at: bag.appendingPathComponent(path), algorithm).hex) != hex {
+                if (try? hexOfFile(bag, path, algorithm)) != hex {
                     problems.append("\(path): \(algorithm.rawValue) does not match \(name)")
                 }
             }
         }
         // Payload-Oxum: the byte count and file count bag-info.txt declares.
-        if let info = try? String(contentsOf: bag.appendingPathComponent("bag-info.txt"), encoding: .utf8),
+        if let info = text(bag, "bag-info.txt"),
             let line = info.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("Payload-Oxum:") })
         {
             let total = present.reduce(Int64(0)) {
@@ -85,16 +91,21 @@ public enum BagIt {
             problems.append("bag-info.txt: missing or without Payload-Oxum")
         }
         // Tag files: all listed in the tag manifest, with matching checksums, and nothing extra.
-        if let entries = manifest(bag.appendingPathComponent(tagManifest.name)) {
+        if let entries = manifest(bag, tagManifest.name) {
             for (hex, path) in entries {
-                guard isInside(path) else {
+                guard ContainedFile.isContained(path) else {
                     problems.append("\(path): listed in \(tagManifest.name) but outside the bag")
                     continue
                 }
-                guard
-                    let actual = try? Digest.hexOfFile(at: bag.appendingPathComponent(path), tagManifest.algorithm).hex
-                else {
-                    problems.append("\(path): listed in \(tagManifest.name) but missing")
+                let actual: String
+                do {
+                    actual = try hexOfFile(bag, path, tagManifest.algorithm)
+                } catch let error as VoxError {
+                    let reason = error.message == "missing" ? "missing" : "unreadable (\(error.message))"
+                    problems.append("\(path): listed in \(tagManifest.name) but \(reason)")
+                    continue
+                } catch {
+                    problems.append("\(path): listed in \(tagManifest.name) but unreadable (\(describe(error)))")
                     continue
                 }
                 if actual != hex { problems.append("\(path): sha256 does not match \(tagManifest.name)") }
@@ -112,22 +123,25 @@ public enum BagIt {
         return problems
     }
 
-    /// Every regular file under `folder`, as sorted paths relative to it.
+    /// Every regular file under `folder`, as sorted paths relative to it (links not followed).
     static func files(in folder: URL) throws -> [String] {
-        guard
-            let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey])
-        else { return [] }
-        let base = folder.standardizedFileURL.path + "/"
-        var out: [String] = []
-        for case let url as URL in enumerator
-        where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
-            out.append(String(url.standardizedFileURL.path.dropFirst(base.count)))
-        }
-        return out.sorted()
+        ContainedFile.walk(folder).filter { $0.kind == .file }.map(\.path)
     }
 
-    static func manifest(_ url: URL) -> [(hex: String, path: String)]? {
-        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return nil }
+    /// A tag file's text, read inside the bag; nil when missing, not a regular file or not UTF-8.
+    static func text(_ bag: URL, _ name: String) -> String? {
+        (try? ContainedFile.read(name, in: bag)).flatMap { String(data: $0, encoding: .utf8) }
+    }
+
+    /// The digest of a file inside the bag (`ContainedFile`: no links, regular files only).
+    static func hexOfFile(_ bag: URL, _ path: String, _ algorithm: Digest.Algorithm) throws -> String {
+        let handle = try ContainedFile.open(path, in: bag)
+        defer { try? handle.close() }
+        return try Digest.hex(of: handle, algorithm).hex
+    }
+
+    static func manifest(_ bag: URL, _ name: String) -> [(hex: String, path: String)]? {
+        guard let text = text(bag, name) else { return nil }
         var entries: [(String, String)] = []
         // Lines end in LF, CR or CRLF (RFC 8493 §2.1.3); the checksum and the path are parted by
         // whitespace, as bagit-python reads them.
@@ -137,12 +151,6 @@ public enum BagIt {
             entries.append((String(parts[0]), decode(parts[1].trimmingCharacters(in: .whitespaces))))
         }
         return entries
-    }
-
-    /// Whether a manifest path names a file inside the bag: relative, no `..` (RFC 8493 §2.1.3),
-    /// so verifying a bag never reads files elsewhere (`../../dev/zero`).
-    static func isInside(_ path: String) -> Bool {
-        !path.hasPrefix("/") && !path.contains("\0") && !path.split(separator: "/").contains("..")
     }
 
     /// RFC 8493 §2.1.3: CR, LF and % in manifest paths are percent-encoded.

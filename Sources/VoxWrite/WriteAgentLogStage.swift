@@ -25,8 +25,13 @@ public struct WriteAgentLogStage: Stage {
     public static let factsUsed: [ItemFact] = [.report]
 
     public let id: String
+    /// Redacts every key in use from what this writer writes.
+    let secrets: Secrets
 
-    public init(id: String, configuration: Configuration, context: StageContext) { self.id = id }
+    public init(id: String, configuration: Configuration, context: StageContext) {
+        self.id = id
+        secrets = context.secrets
+    }
 
     static func seconds(_ x: Double) -> JSONValue { .number((x * 1000).rounded() / 1000) }
 
@@ -92,7 +97,7 @@ public struct WriteAgentLogStage: Stage {
             data.append(0x0A)
         }
         let temp = try item.outputs.reserve(stageID: id, ext: "jsonl")
-        try AtomicFile.writeFile(data, to: temp)
+        try AtomicFile.writeFile(secrets.redact(data), to: temp)
         try await output.send(try item.outputs.artifact(for: temp))
     }
 }

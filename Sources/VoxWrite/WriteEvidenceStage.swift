@@ -69,9 +69,12 @@ public struct WriteEvidenceStage: Stage {
     /// How the run was made: spec, software versions, what each stage declared.
     let provenance: Provenance
     let digests: DigestCache
+    /// Redacts every key in use from what this writer writes.
+    let secrets: Secrets
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
+        secrets = context.secrets
         self.configuration = configuration
         provenance = context.provenance
         digests = context.digests
@@ -131,7 +134,8 @@ public struct WriteEvidenceStage: Stage {
             }
         }
         if !transcripts.isEmpty {
-            try AtomicFile.writeFile(Data(TranscriptFormat.json.render(transcripts).utf8), to: layout.transcript)
+            try AtomicFile.writeFile(
+                Data(secrets.redact(TranscriptFormat.json.render(transcripts)).utf8), to: layout.transcript)
         }
         if sourceSHA == nil { (sourceSHA, sourceBytes) = try digests.hexOfFile(at: source.url) }
         let report = reportJSON(

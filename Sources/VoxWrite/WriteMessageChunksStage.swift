@@ -105,9 +105,11 @@ public struct WriteMessageChunksStage: Stage {
     }
 
     /// Reassembles the file an index describes from the parts beside it; every problem names
-    /// its part. Returns the bytes when all parts and the whole match. A part is a file name
-    /// beside the index, listed once: an index cannot make join read other files (`../x`,
-    /// `/dev/zero`) or one part over and over.
+    /// its part. Returns the bytes when all parts and the whole match. The index's `name` and
+    /// every part are file names beside the index (no `/`, `..`, NUL), each part listed once and
+    /// a regular file that is not a symbolic link (`ContainedFile`): an index cannot make join
+    /// read other files (`../x`, `/dev/zero`, a link out of the folder, a FIFO) or one part over
+    /// and over, nor name a file outside its folder to write.
     public static func join(index url: URL) throws -> (index: Index, data: Data) {
         let index: Index
         do {
@@ -118,14 +120,15 @@ public struct WriteMessageChunksStage: Stage {
         let folder = url.deletingLastPathComponent()
         var problems: [String] = []
         var data = Data()
+        if !ContainedFile.isFileName(index.name) {
+            problems.append("name \"\(index.name)\": not a file name beside the index")
+        }
         if index.count != index.parts.count {
             problems.append("index: count \(index.count) but \(index.parts.count) parts listed")
         }
         var listed: Set<String> = []
         for part in index.parts {
-            guard !part.file.isEmpty, part.file != ".", part.file != "..", !part.file.contains("/"),
-                !part.file.contains("\0")
-            else {
+            guard ContainedFile.isFileName(part.file) else {
                 problems.append("\(part.file): not a file name beside the index")
                 continue
             }
@@ -133,8 +136,11 @@ public struct WriteMessageChunksStage: Stage {
                 problems.append("\(part.file): listed twice")
                 continue
             }
-            guard let bytes = FileManager.default.contents(atPath: folder.appendingPathComponent(part.file).path) else {
-                problems.append("\(part.file): missing")
+            let bytes: Data
+            do {
+                bytes = try ContainedFile.read(part.file, in: folder)
+            } catch let error as VoxError {
+                problems.append("\(part.file): \(error.message)")
                 continue
             }
             if bytes.count != part.bytes || Digest.hex(bytes) != part.sha256 {
@@ -147,5 +153,11 @@ public struct WriteMessageChunksStage: Stage {
         }
         guard problems.isEmpty else { throw WriteError(.unsupported, problems.joined(separator: "; ")) }
         return (index, data)
+    }
+
+    /// Where `voxpipe join` writes the file an index describes: `output` when given, else the
+    /// index's `name` beside it (`join` has checked that name is a plain file name).
+    public static func joinTarget(index url: URL, name: String, output: URL?) -> URL {
+        output ?? url.deletingLastPathComponent().appendingPathComponent(name)
     }
 }

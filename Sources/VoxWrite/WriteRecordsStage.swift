@@ -20,11 +20,14 @@ public struct WriteRecordsStage: Stage {
     }
 
     public let id: String
+    /// Redacts every key in use from what this writer writes.
+    let secrets: Secrets
     /// The record types the plan's agent stages declare.
     let recordTypes: [String]
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
+        secrets = context.secrets
         recordTypes = context.provenance.stages(ofKind: "agent").flatMap {
             $0.objectValue?["recordTypes"]?.arrayValue?.compactMap(\.stringValue) ?? []
         }
@@ -61,7 +64,8 @@ public struct WriteRecordsStage: Stage {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for (name, list) in records.map({ ("\($0.key).json", $0.value) }) + [("rejected.json", rejected)] {
             try AtomicFile.writeFile(
-                JSONValue.array(list).prettyData() + Data("\n".utf8), to: folder.appendingPathComponent(name))
+                secrets.redact(JSONValue.array(list).prettyData() + Data("\n".utf8)),
+                to: folder.appendingPathComponent(name))
         }
         for artifact in try item.outputs.artifacts(forDirectory: folder) { try await output.send(artifact) }
     }

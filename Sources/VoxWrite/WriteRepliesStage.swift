@@ -54,11 +54,14 @@ public struct WriteRepliesStage: Stage {
 
     public let id: String
     public let configuration: Configuration
+    /// Redacts every key in use from what this writer writes.
+    let secrets: Secrets
     /// The extension of the spoken replies' files: the format the `audioFrom` stage declares.
     let audioExtension: String
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
+        secrets = context.secrets
         self.configuration = configuration
         audioExtension =
             context.provenance.stages.first { $0.objectValue?["id"]?.stringValue == configuration.audioFrom }?
@@ -110,7 +113,7 @@ public struct WriteRepliesStage: Stage {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(Document(input: item.item.relativePath, turns: turns))
         let temp = try item.outputs.reserve(stageID: id, ext: "json")
-        try AtomicFile.writeFile(data + Data("\n".utf8), to: temp)
+        try AtomicFile.writeFile(secrets.redact(data + Data("\n".utf8)), to: temp)
         try await output.send(try item.outputs.artifact(for: temp))
     }
 }

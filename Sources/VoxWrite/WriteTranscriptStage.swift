@@ -35,9 +35,12 @@ public struct WriteTranscriptStage: Stage {
 
     public let id: String
     public let configuration: Configuration
+    /// Redacts every key in use from what this writer writes.
+    let secrets: Secrets
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
+        secrets = context.secrets
         self.configuration = configuration
     }
 
@@ -52,7 +55,7 @@ public struct WriteTranscriptStage: Stage {
         for format in configuration.formats {
             let temp = try item.outputs.reserve(stageID: id, ext: format.rawValue)
             do {
-                try AtomicFile.writeFile(Data(format.render(segments).utf8), to: temp)
+                try AtomicFile.writeFile(Data(secrets.redact(format.render(segments)).utf8), to: temp)
             } catch {
                 throw WriteError(.writeFailed, "cannot write \(id).\(format.rawValue): \(describe(error))")
             }

@@ -99,7 +99,7 @@ func evaluateChecks(
             lines += detail.split(separator: "\n", omittingEmptySubsequences: false).map { "      " + $0 }
         }
     }
-    print(lines.joined(separator: "\n"))
+    print(lines.map(safeLine).joined(separator: "\n"))
     let failed = outcome.results.filter { !$0.passed }.count
     printError(
         "check: \(outcome.results.count - failed) of \(outcome.results.count) expectations hold; normalisation: "
@@ -107,14 +107,12 @@ func evaluateChecks(
     )
     do {
         if let path = reports.junit {
-            try AtomicFile.write(
-                Data(
-                    CheckReports.junit(
-                        outcome, suiteName: suite.url.deletingPathExtension().lastPathComponent, seconds: seconds
-                    ).utf8), to: URL(fileURLWithPath: path))
+            let junit = CheckReports.junit(
+                outcome, suiteName: suite.url.deletingPathExtension().lastPathComponent, seconds: seconds)
+            try AtomicFile.write(redacted(Data(junit.utf8)), to: URL(fileURLWithPath: path))
         }
         if let path = reports.json {
-            try AtomicFile.write(CheckReports.json(outcome, suite: suite), to: URL(fileURLWithPath: path))
+            try AtomicFile.write(redacted(CheckReports.json(outcome, suite: suite)), to: URL(fileURLWithPath: path))
         }
         if let path = reports.sctk { try CheckReports.writeSCTK(outcome, to: URL(fileURLWithPath: path)) }
     } catch {

@@ -44,10 +44,10 @@ struct VerifyCommand: AsyncParsableCommand {
                 problems += await rebuildProblems(bag: bag, plan: plan, specPath: rebuild)
             }
             if problems.isEmpty {
-                print("OK    \(bag.path)\(plan == nil ? "" : " (rebuilt: evidence.wav identical)")")
+                printLine("OK    \(bag.path)\(plan == nil ? "" : " (rebuilt: evidence.wav identical)")")
             } else {
                 failed += 1
-                print("FAIL  \(bag.path): \(problems.joined(separator: "; "))")
+                printLine("FAIL  \(bag.path): \(problems.joined(separator: "; "))")
             }
         }
         if failed > 0 { throw ExitCode(1) }
@@ -143,17 +143,19 @@ struct JoinCommand: ParsableCommand {
     func run() throws {
         do {
             let url = URL(fileURLWithPath: index)
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw VoxError(.noInput, "\(index): no such index file")
+            }
             let (parsed, data) = try WriteMessageChunksStage.join(index: url)
-            let target =
-                output.map { URL(fileURLWithPath: $0) }
-                ?? url.deletingLastPathComponent().appendingPathComponent(parsed.name)
+            let target = WriteMessageChunksStage.joinTarget(
+                index: url, name: parsed.name, output: output.map { URL(fileURLWithPath: $0) })
             if FileManager.default.fileExists(atPath: target.path) && !force {
                 throw VoxError(.cannotCreate, "\(target.path) exists; pass --force to replace it")
             }
             try AtomicFile.write(data, to: target)
-            print("joined \(parsed.count) parts into \(target.path) (\(data.count) bytes, sha256 \(parsed.sha256))")
+            printLine("joined \(parsed.count) parts into \(target.path) (\(data.count) bytes, sha256 \(parsed.sha256))")
         } catch let error as WriteError {
-            printError("error: \(index): \(error.message)")
+            printError("error: \(index): \(error.message); nothing written")
             throw ExitCode(1)
         } catch {
             throw fail(error)

@@ -72,11 +72,11 @@ struct PruneCommand: ParsableCommand {
             }
             if Self.onLegalHold(folder) {
                 held += 1
-                print("held    \(name) (legal hold)")
+                printLine("held    \(name) (legal hold)")
                 continue
             }
             let bytes = Self.size(of: folder)
-            print(
+            printLine(
                 "\(dryRun ? "would prune" : "pruned") \(name) (finished \(manifest.finished), \(Self.megabytes(bytes)))"
             )
             pruned += 1

@@ -20,9 +20,11 @@ func makeContext(plan: Plan, fingerprint: String, logger: Logger, digests: Diges
     let versions = ["voxpipe": voxpipeVersion].merging(DecodeStage.libraryVersions) { a, _ in a }.merging(
         ResampleStage.libraryVersions
     ) { a, _ in a }
-    return StageContext(
+    var context = StageContext(
         logger: logger, rateConversion: SoxrRateConversion(),
         provenance: Provenance(
             spec: plan.spec, specFingerprint: fingerprint, software: versions, stages: plan.provenance),
         digests: digests)
+    context.secrets = processSecrets
+    return context
 }

@@ -34,10 +34,10 @@ struct ReportCommand: ParsableCommand {
             if metrics != nil && merged.metrics == nil {
                 throw VoxError(.usage, "--metrics: no shard metrics (.prom) found to merge")
             }
-            if let report { try AtomicFile.write(merged.jsonLines(), to: URL(fileURLWithPath: report)) }
-            if let junit { try AtomicFile.write(Data(merged.junit().utf8), to: URL(fileURLWithPath: junit)) }
+            if let report { try AtomicFile.write(redacted(merged.jsonLines()), to: URL(fileURLWithPath: report)) }
+            if let junit { try AtomicFile.write(redacted(Data(merged.junit().utf8)), to: URL(fileURLWithPath: junit)) }
             if let metrics, let text = merged.metrics?.prometheus() {
-                try AtomicFile.write(Data(text.utf8), to: URL(fileURLWithPath: metrics))
+                try AtomicFile.write(redacted(Data(text.utf8)), to: URL(fileURLWithPath: metrics))
             }
         } catch {
             throw fail(error)
@@ -45,7 +45,9 @@ struct ReportCommand: ParsableCommand {
         if json {
             FileHandle.standardOutput.write(merged.json() + Data("\n".utf8))
         } else {
-            print(merged.summary())
+            print(
+                merged.summary().split(separator: "\n", omittingEmptySubsequences: false).map { safeLine(String($0)) }
+                    .joined(separator: "\n"))
         }
         for item in merged.items where item.status == .failed {
             printError("error: \(item.input): \(item.error?.description ?? "failed")")

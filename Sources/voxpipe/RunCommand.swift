@@ -179,12 +179,15 @@ struct RunCommand: AsyncParsableCommand {
 
     /// With `checking`, --junit is left to the check.
     func writeReports(_ reports: RunReports, checking: Bool = false) throws {
-        if let report { try AtomicFile.write(reports.jsonLines(), to: URL(fileURLWithPath: report)) }
-        if let junit, !checking { try AtomicFile.write(Data(reports.junit().utf8), to: URL(fileURLWithPath: junit)) }
+        if let report { try AtomicFile.write(redacted(reports.jsonLines()), to: URL(fileURLWithPath: report)) }
+        if let junit, !checking {
+            try AtomicFile.write(redacted(Data(reports.junit().utf8)), to: URL(fileURLWithPath: junit))
+        }
         if let metrics {
             let url = URL(fileURLWithPath: metrics)
             try AtomicFile.write(
-                Data(reports.prometheus(previous: try? String(contentsOf: url, encoding: .utf8)).utf8), to: url)
+                redacted(Data(reports.prometheus(previous: try? String(contentsOf: url, encoding: .utf8)).utf8)),
+                to: url)
         }
     }
 
@@ -219,7 +222,7 @@ struct RunCommand: AsyncParsableCommand {
                 }
             }
         }
-        print(lines.joined(separator: "\n"))
+        print(lines.map(safeLine).joined(separator: "\n"))
         printError(
             "dry run: \(count) item\(count == 1 ? "" : "s")\(shard.map { " in shard \($0) of \(total) files" } ?? ""): "
                 + "\(runs) would run, \(count - runs) would be skipped; nothing written"
@@ -339,7 +342,7 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
 
     private func emit(_ line: String) {
         let clear = isTTY ? "\r\u{1B}[K" : ""
-        FileHandle.standardError.write(Data("\(clear)\(line)\n".utf8))
+        FileHandle.standardError.write(Data("\(clear)\(safeLine(line))\n".utf8))
     }
 
     private func redraw() {

@@ -31,8 +31,9 @@ func fail(_ error: any Error) -> ExitCode {
     return ExitCode(exitCode(for: error))
 }
 
+/// A message on stderr, redacted and escaped (`safeLine`).
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("voxpipe: \(message)\n".utf8))
+    FileHandle.standardError.write(Data("voxpipe: \(safeLine(message))\n".utf8))
 }
 
 /// Sends swift-log output to stderr (data goes to stdout), at the level VOXPIPE_LOG_LEVEL names.
@@ -41,11 +42,7 @@ func bootstrapLogging(verbose: Bool) {
         verbose
         ? Logger.Level.debug
         : (ProcessInfo.processInfo.environment["VOXPIPE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning)
-    LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = level
-        return handler
-    }
+    LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, level: level) }
 }
 
 func loadPlan(_ path: String) throws -> Plan {

@@ -7,8 +7,11 @@
 
 Endpoints: GET /v1/models, POST /v1/audio/transcriptions, POST /v1/chat/completions,
 POST /v1/audio/speech, all checking `Authorization: Bearer KEY`. Control: POST /_faults with
-a JSON list of faults, each {"path": "/v1/...", "kind": "status"|"stall"|"truncate"|"invalid-json"|"quota",
-"status": 500, "retryAfter": 1, "seconds": 5, "count": 1}, served to the next matching requests;
+a JSON list of faults, each {"path": "/v1/...", "kind": "status"|"stall"|"truncate"|"invalid-json"|"quota"|
+"echo-html"|"echo", "status": 500, "retryAfter": 1, "seconds": 5, "count": 1}, served to the next matching requests
+("echo-html": an HTML page listing the request's headers, the Authorization header first, as a misconfigured
+proxy answers; "echo": a normal answer whose text (transcription, chat reply) or audio (speech, in a chunk of
+its own) holds the Authorization header);
 GET /_log lists the requests seen (method, path, time, authorized; a chat request's messages) with no
 secret in it. POST /_script with a JSON list of chat `message` objects (content, tool_calls, in the
 real wire format) queues answers for the next chat requests that offer `tools`, one each."""
@@ -32,6 +35,15 @@ def wav(seconds, rate=24000, freq=330.0):
     n = int(seconds * rate)
     data = b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * freq * i / rate))) for i in range(n))
     return b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) + b"data" + struct.pack("<I", len(data)) + data
+
+
+def wav_with_chunk(audio, chunk_id, payload):
+    """A WAV with an extra chunk before its data chunk (readers skip chunks they do not know)."""
+    if len(payload) % 2:
+        payload += b" "
+    extra = chunk_id + struct.pack("<I", len(payload)) + payload
+    body = audio[12:36] + extra + audio[36:]
+    return b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WAVE" + body
 
 
 def multipart(body, content_type):
@@ -110,6 +122,14 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(200, b'{"text": "cut sh', length=200)
             if kind == "invalid-json":
                 return self.send(200, b"<html>not json</html>", content_type="text/html")
+            if kind == "echo-html":
+                names = sorted(self.headers.keys(), key=lambda k: k.lower() != "authorization")
+                listing = "\n".join(f"{k}: {self.headers[k]}" for k in names)
+                page = f"<html><body><h1>Bad gateway</h1><pre>{listing}</pre></body></html>"
+                return self.send(f.get("status", 200), page.encode(), content_type="text/html")
+            echo = (self.headers.get("Authorization") or "") if kind == "echo" else None
+        else:
+            echo = None
         if not authorized:
             return self.error(401, "Incorrect API key provided: " + (self.headers.get("Authorization") or "none")[-12:], code="invalid_api_key")
         if self.path == "/v1/models" and method == "GET":
@@ -121,8 +141,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(400, "file must be audio")
             seconds = (len(audio) - 44) / 2 / struct.unpack("<I", audio[24:28])[0]
             words = [{"word": w, "start": round(i * seconds / 3, 3), "end": round((i + 1) * seconds / 3, 3)} for i, w in enumerate(["guten", "morgen", "lehrer"])]
+            text = " Guten Morgen Lehrer" + (f" ({echo})" if echo is not None else "")
             return self.send(200, json.dumps({"task": "transcribe", "language": fields.get("language", "german"), "duration": seconds,
-                                              "text": " Guten Morgen Lehrer", "words": words, "model": fields.get("model")}).encode())
+                                              "text": text, "words": words, "model": fields.get("model")}).encode())
         if self.path == "/v1/chat/completions":
             request = json.loads(body)
             with LOCK:
@@ -135,12 +156,14 @@ class Handler(BaseHTTPRequestHandler):
                                                                "finish_reason": finish}]}).encode())
             turns = sum(1 for m in request["messages"] if m["role"] == "user")
             last = request["messages"][-1]["content"]
-            content = f"Turn {turns}: Sehr gut! Du sagtest: {last}. ({request['model']})"
+            content = f"Turn {turns}: Sehr gut! Du sagtest: {last}. ({request['model']})" + (f" [{echo}]" if echo is not None else "")
             return self.send(200, json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "model": request["model"],
                                               "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}).encode())
         if self.path == "/v1/audio/speech":
             request = json.loads(body)
             audio = wav(0.05 * len(request["input"]) + 0.2)
+            if echo is not None:
+                audio = wav_with_chunk(audio, b"note", echo.encode())
             if request.get("response_format") == "pcm":
                 return self.send(200, audio[44:], content_type="audio/pcm")
             return self.send(200, audio, content_type="audio/wav")

@@ -22,7 +22,9 @@ extension FuzzTarget {
 }
 
 /// Every target by name.
-let targetNames = ["decode", "upload", "sidecar", "spec", "rules", "bagit", "chunks", "http", "ledger"]
+let targetNames = [
+    "decode", "upload", "sidecar", "spec", "rules", "bagit", "chunks", "http", "ledger", "join", "verify",
+]
 
 func makeTarget(_ name: String, workspace: URL, root: URL) throws -> any FuzzTarget {
     switch name {
@@ -35,6 +37,8 @@ func makeTarget(_ name: String, workspace: URL, root: URL) throws -> any FuzzTar
     case "chunks": return try ChunksTarget(workspace: workspace, root: root)
     case "http": return HTTPTarget(workspace: workspace)
     case "ledger": return try LedgerTarget(workspace: workspace)
+    case "join": return JoinTarget(workspace: workspace)
+    case "verify": return try VerifyTarget(workspace: workspace)
     default: fail("VOXFUZZ_TARGET=\(name) is not a target (one of: \(targetNames.joined(separator: ", ")))")
     }
 }

@@ -1,0 +1,96 @@
+import Foundation
+
+/// Every secret a process has in use (API keys from environment variables, key files and serve's
+/// clients), and the one place text passes through on its way out: stderr, logs, reports, JUnit,
+/// metrics, HTTP recordings, transcripts and replies are redacted here before they are written.
+///
+/// Whoever loads a key registers it (`HTTPSettings.apiKey(secrets:)`, serve's client keys); whoever
+/// writes text calls `redact`. A key is replaced in its plain form and in the forms JSON and XML
+/// escaping give it. Text gets `[redacted]`; bytes that are not text (not UTF-8, or holding a NUL:
+/// an audio body, even a silent one) get a run of `*` as long as the key, so a container's sizes
+/// and offsets still hold.
+///
+/// Thread-safe. Registered keys stay for the registry's life (a serve process keeps every client
+/// key it has seen, a few dozen bytes each).
+public final class Secrets: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys: Set<String> = []
+    /// Every form of every key to replace, longest first (a key holding another goes whole).
+    private var forms: [String] = []
+
+    public init() {}
+
+    /// The text `[redacted]` stands for a key in.
+    public static let replacement = "[redacted]"
+
+    /// Refuses a key that holds a control character (CR, LF, NUL, …): sent in a header, it would
+    /// end that header and start another. `source` names where the key came from (an environment
+    /// variable, a file) and is what the error names; the key itself never is.
+    public static func check(_ key: String, source: String) throws {
+        if key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw VoxError(
+                .invalidSpec,
+                "the API key in \(source) holds a control character (CR, LF, NUL, …); refusing it: a key is one line "
+                    + "of printable characters")
+        }
+    }
+
+    /// Adds a key to redact from now on. Empty keys are ignored.
+    public func register(_ key: String) {
+        guard !key.isEmpty else { return }
+        lock.withLock {
+            guard keys.insert(key).inserted else { return }
+            var all = Set(forms)
+            all.formUnion(Self.forms(of: key))
+            forms = all.sorted { $0.utf8.count != $1.utf8.count ? $0.utf8.count > $1.utf8.count : $0 < $1 }
+        }
+    }
+
+    /// Whether no key is registered (nothing to redact).
+    public var isEmpty: Bool { lock.withLock { forms.isEmpty } }
+
+    /// The text with every registered key replaced by `[redacted]`.
+    public func redact(_ text: String) -> String {
+        let forms = lock.withLock { self.forms }
+        var out = text
+        for form in forms where out.contains(form) {
+            out = out.replacingOccurrences(of: form, with: Self.replacement)
+        }
+        return out
+    }
+
+    /// The bytes with every registered key replaced: as text when they are UTF-8 without a NUL,
+    /// else each occurrence overwritten with `*` (same length).
+    public func redact(_ data: Data) -> Data {
+        let forms = lock.withLock { self.forms }
+        guard !forms.isEmpty else { return data }
+        if !data.contains(0), let text = String(data: data, encoding: .utf8) {
+            let clean = redact(text)
+            return clean == text ? data : Data(clean.utf8)
+        }
+        var out = data
+        for form in forms {
+            let needle = Data(form.utf8)
+            var start = out.startIndex
+            while let found = out.range(of: needle, in: start..<out.endIndex) {
+                out.replaceSubrange(found, with: Data(repeating: UInt8(ascii: "*"), count: needle.count))
+                start = found.upperBound
+            }
+        }
+        return out
+    }
+
+    /// The key as it is, and as JSON and XML escaping write it.
+    static func forms(of key: String) -> Set<String> {
+        var forms: Set<String> = [key]
+        if let json = try? JSONSerialization.data(withJSONObject: [key], options: [.fragmentsAllowed]),
+            let text = String(data: json, encoding: .utf8), text.count >= 4
+        {
+            // ["…"] → …
+            forms.insert(String(text.dropFirst(2).dropLast(2)))
+        }
+        forms.insert(key.replacingOccurrences(of: "/", with: "\\/"))
+        forms.insert(xmlEscaped(key))
+        return forms.filter { !$0.isEmpty }
+    }
+}
