@@ -161,7 +161,8 @@ public struct Suite: Sendable {
         let at = "expect[\(i)]"
         guard let o = value.objectValue else { throw fail(at, "expected an object") }
         let known: Set<String> = [
-            "item", "output", "reference", "referenceText", "wer", "cer", "golden", "ignore", "tolerance", "text", "audio",
+            "item", "output", "reference", "referenceText", "wer", "cer", "golden", "ignore", "tolerance", "text",
+            "audio",
             "matches", "description",
         ]
         if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) {
@@ -271,7 +272,8 @@ public struct Suite: Sendable {
             }
             check = .golden(
                 file: try goldenFile(),
-                rules: GoldenRules(ignore: ignore, tolerances: tolerances, maxWER: maxWER, normalization: normalization))
+                rules: GoldenRules(ignore: ignore, tolerances: tolerances, maxWER: maxWER, normalization: normalization)
+            )
         }
         return Expectation(index: i, item: item, output: output, check: check)
     }

@@ -139,7 +139,9 @@ final class WhisperEngine: @unchecked Sendable {
 
         /// Transcribes 16 kHz mono samples; long audio is decoded in Whisper's 30-s windows.
         /// Times are seconds from the start of `samples`. Returns the segments and the language.
-        func decode(_ samples: [Float], options: Options, abort: WhisperAbort = WhisperAbort()) throws -> (
+        func decode(
+            _ samples: [Float], options: Options, abort: WhisperAbort = WhisperAbort()
+        ) throws -> (
             segments: [Segment], language: String?
         ) {
             var params = whisper_full_default_params(

@@ -270,7 +270,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             // Decoding takes seconds of CPU: off the cooperative pool, so other stages keep moving.
             // Cancellation (SIGINT/SIGTERM, a serve client gone) reaches the decode through its abort flag.
             let abort = WhisperAbort()
-            let decoded: (segments: [WhisperEngine.Segment], language: String?) = try await withTaskCancellationHandler {
+            let decoded: (segments: [WhisperEngine.Segment], language: String?) = try await withTaskCancellationHandler
+            {
                 try await withCheckedThrowingContinuation { continuation in
                     Thread.detachNewThread { [provider] in
                         guard provider.beginDecode(unless: abort) else {

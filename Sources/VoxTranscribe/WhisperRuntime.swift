@@ -81,23 +81,23 @@ enum WhisperRuntime {
     static func checkCPU(flags: Set<String>? = cpuHas()) throws {
         guard let flags else { return }
         #if arch(x86_64)
-            let missing = baseline.filter { !flags.contains($0.cpuFlag) }.map(\.feature)
-            if !missing.isEmpty {
-                throw VoxError(
-                    .unavailable,
-                    "this CPU lacks \(missing.joined(separator: ", ")), which the whisper runtime needs (built for "
-                        + "\(baselineName)); rebuild it for this machine with VOXPIPE_WHISPER_BUILD=native make setup "
-                        + "(results then differ from other machines')"
-                )
-            }
-            let extra = features.compactMap { f in cpuFlags[f].map { (f, $0) } }.filter { !flags.contains($0.1) }
-            if !extra.isEmpty {
-                throw VoxError(
-                    .unavailable,
-                    "this CPU lacks \(extra.map(\.0).joined(separator: ", ")), which the whisper runtime was built "
-                        + "for (a native build from another machine); run make setup here"
-                )
-            }
+        let missing = baseline.filter { !flags.contains($0.cpuFlag) }.map(\.feature)
+        if !missing.isEmpty {
+            throw VoxError(
+                .unavailable,
+                "this CPU lacks \(missing.joined(separator: ", ")), which the whisper runtime needs (built for "
+                    + "\(baselineName)); rebuild it for this machine with VOXPIPE_WHISPER_BUILD=native make setup "
+                    + "(results then differ from other machines')"
+            )
+        }
+        let extra = features.compactMap { f in cpuFlags[f].map { (f, $0) } }.filter { !flags.contains($0.1) }
+        if !extra.isEmpty {
+            throw VoxError(
+                .unavailable,
+                "this CPU lacks \(extra.map(\.0).joined(separator: ", ")), which the whisper runtime was built "
+                    + "for (a native build from another machine); run make setup here"
+            )
+        }
         #endif
     }
 }

@@ -30,7 +30,8 @@ final class ServerFixture: Sendable {
         settings.appID = "test-app"
         configure(&settings)
         let logger = Logger(label: "voxpipe.serve.test") { _ in SwiftLogNoOpLogHandler() }
-        let context = StageContext(logger: logger, rateConversion: SoxrRateConversion())
+        var context = StageContext(logger: logger, rateConversion: SoxrRateConversion())
+        context.engines = testEngines
         let pipeline = try await TutorPipeline(
             spec: json, baseDirectory: spec.deletingLastPathComponent(), name: "test",
             registry: StageRegistry(voxpipeStageKinds), context: context, maxClipSeconds: settings.maxClipSeconds)

@@ -180,3 +180,7 @@ public func probedDuration(_ url: URL) throws -> (codec: String, rate: Int, seco
     else { throw HarnessError("ffprobe cannot read \(url.lastPathComponent): \(result.stderr)") }
     return (codec, rate, seconds)
 }
+
+/// The engines (Whisper models) of this test process: loaded once, shared by every test that
+/// passes them to a `StageHarness` or a runner's context.
+public let testEngines = EngineCache()

@@ -19,7 +19,7 @@ import VoxTestSupport
     func transcribe(_ chunks: [AudioChunk], _ provider: [String: JSONValue] = [:]) async throws -> [Transcript] {
         var block: [String: JSONValue] = ["name": "whisper"]
         for (k, v) in provider { block[k] = v }
-        return try await StageHarness(TranscribeStage.self, options: ["provider": .object(block)]).run(
+        return try await StageHarness(TranscribeStage.self, options: ["provider": .object(block)], engines: testEngines).run(
             chunks, commit: false
         ).outputs
     }
@@ -170,10 +170,14 @@ import VoxTestSupport
                     stageID: "asr", path: "stages[0].provider", baseDirectory: base, values: values,
                     specs: WhisperProvider.options))
         }
-        let provider = WhisperProvider(settings: try settings(["language": "en"]))
+        let engines = EngineCache()
+        let provider = WhisperProvider(settings: try settings(["language": "en"]), engines: engines)
         try await provider.prepare()
         let sessions = try (0..<3).map { _ in try provider.beginItem() }
         sessions.forEach { $0.end() }
+        // A second stage of the same run (another transcribe stage) shares the model too.
+        let other = WhisperProvider(settings: try settings(["language": "de"]), engines: engines)
+        try await other.prepare()
         #expect(provider.enginesLoaded == 1)
 
         let missing = WhisperProvider(settings: try settings(["model": "no-such-model"]))

@@ -148,9 +148,16 @@ import VoxTestSupport
         // Never beside a run on the same folder.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        holder.arguments = ["-x", out.appendingPathComponent(".voxpipe.lock").path, "sleep", "5"]
+        // The holder keeps the lock until its standard input closes: as long as the test needs.
+        holder.arguments = ["-x", out.appendingPathComponent(".voxpipe.lock").path, "cat"]
+        let release = Pipe()
+        holder.standardInput = release
+        holder.standardOutput = FileHandle.nullDevice
         try holder.run()
-        defer { holder.terminate() }
+        defer {
+            try? release.fileHandleForWriting.close()
+            holder.waitUntilExit()
+        }
         // Wait until flock holds it (a second flock -n then fails), not for a fixed time.
         while try run("/usr/bin/flock", ["-n", out.appendingPathComponent(".voxpipe.lock").path, "true"]).status == 0 {}
         let locked = try voxpipe(["prune", out.path, "--older-than", "0s"])

@@ -77,6 +77,16 @@ struct Running {
     let out: URL
     let err: URL
 
+    /// What the process has written to stderr so far.
+    var stderrSoFar: String { (try? String(contentsOf: err, encoding: .utf8)) ?? "" }
+
+    /// Waits until the process has written a line containing `text` to stderr (true), or has
+    /// exited without (false). Polls what it wrote, so it waits as long as the run needs on a
+    /// busy machine and no longer; `limit` only stops a test whose run hangs.
+    func waitForStderr(containing text: String, limit: Duration = .seconds(600)) -> Bool {
+        waitUntil(limit: limit) { stderrSoFar.contains(text) || !process.isRunning } && stderrSoFar.contains(text)
+    }
+
     func wait() -> Invocation {
         process.waitUntilExit()
         defer {
@@ -126,4 +136,20 @@ func outputHashes(_ dir: URL) throws -> [String: String] {
         hashes[path] = try sha256(dir.appendingPathComponent(path))
     }
     return hashes
+}
+
+/// Polls `condition` every few milliseconds until it holds (true) or `limit` passes (false): for
+/// waiting on what another process writes, never for a fixed time.
+func waitUntil(limit: Duration = .seconds(600), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        usleep(5_000)
+    }
+    return true
+}
+
+/// The item manifests under an output folder: how many items a run has finished.
+func manifestCount(_ dir: URL) -> Int {
+    files(under: dir).filter { $0.hasSuffix("voxpipe.manifest.json") }.count
 }
