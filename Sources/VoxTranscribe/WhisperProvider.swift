@@ -96,8 +96,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         OptionSpec(
             "threads", .integer(0...256), default: 1,
             help:
-                "CPU threads per decoding item; items decode side by side to fill the cores. More threads make one item "
-                + "faster on an idle machine and much slower on a busy one; 0: one per core."
+                "CPU threads per decoding item; items decode side by side to fill the cores. More threads make one "
+                + "item faster on an idle machine and much slower on a busy one; 0: one per core."
         ),
     ]
 

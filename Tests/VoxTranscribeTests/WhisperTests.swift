@@ -19,9 +19,9 @@ import VoxTestSupport
     func transcribe(_ chunks: [AudioChunk], _ provider: [String: JSONValue] = [:]) async throws -> [Transcript] {
         var block: [String: JSONValue] = ["name": "whisper"]
         for (k, v) in provider { block[k] = v }
-        return try await StageHarness(TranscribeStage.self, options: ["provider": .object(block)], engines: testEngines).run(
-            chunks, commit: false
-        ).outputs
+        let harness = try StageHarness(
+            TranscribeStage.self, options: ["provider": .object(block)], engines: testEngines)
+        return try await harness.run(chunks, commit: false).outputs
     }
 
     /// The LibriVox lines of Debian's pocketsphinx-testdata with their reference text.
