@@ -21,6 +21,9 @@ public struct HTTPSettings: Sendable, Equatable {
     /// Requests a minute to this server (plans of 10, 30 and 100 a minute are common); 0: no limit.
     public var requestsPerMinute: Double
     public var maxInFlight: Int
+    /// The path `prepare` asks (GET, relative to `baseURL`) to learn that the server answers and
+    /// takes the key; nil: no probe, the first request finds out.
+    public var probe: String?
 
     public static let defaultBaseURL = "https://api.openai.com/v1"
 
@@ -45,6 +48,12 @@ public struct HTTPSettings: Sendable, Equatable {
         OptionSpec(
             "requestsPerMinute", .number(0...100_000), default: 0, help: "Rate limit for this provider; 0: none."),
         OptionSpec("maxInFlight", .integer(1...256), default: 4, help: "Requests to this provider at once."),
+        OptionSpec(
+            "probe", .string, default: "models",
+            help:
+                "Path asked (GET) at prepare to check the server and key; a 404/405 there is fine (no such route). "
+                + "\"\": no probe (the first request checks)."
+        ),
     ]
 
     public init(_ options: StageOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -64,6 +73,8 @@ public struct HTTPSettings: Sendable, Equatable {
         backoffCap = 30
         requestsPerMinute = options.double("requestsPerMinute") ?? 0
         maxInFlight = options.int("maxInFlight") ?? 4
+        let probe = options.string("probe") ?? "models"
+        self.probe = probe.isEmpty ? nil : String(probe.drop(while: { $0 == "/" }))
     }
 
     /// The total timeout for a request that uploads `bytes`: slow links still get to finish.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import VoxCore
 
 /// What every OpenAI-compatible provider shares: the client, the check at prepare, and request
@@ -6,21 +7,31 @@ import VoxCore
 /// that a recorded run replays exactly.
 public struct OpenAIConnection: Sendable {
     public let client: HTTPClient
+    let logger: Logger
 
     /// The transport and clock come from the stage's context (libcurl and the system clock in a run).
     public init(settings: HTTPSettings, context: StageContext) throws {
         // A replayed run sends nothing, so it needs no key.
         var key: String?
         if case .replay = context.recording {} else { key = try settings.apiKey(secrets: context.secrets) }
+        logger = context.logger
         client = HTTPClient(
             settings: settings, apiKey: key, recording: context.recording, transport: context.httpTransport,
             clock: context.clock, secrets: context.secrets)
     }
 
-    /// `GET {baseURL}/models`: the server answers and accepts the key, or exit 69 with why.
+    /// `GET {baseURL}/{probe}` (`models` unless the provider names another path or none): the
+    /// server answers and does not refuse the key, or exit 69 with why. Many OpenAI-compatible
+    /// servers have no `/models` route (faster-whisper-server, whisper.cpp's server): a 404 or 405
+    /// there only means the first real request checks instead. Refused keys (401/403), connection,
+    /// DNS and TLS errors stay exit 69.
     public func prepare(provider: String) async throws {
+        guard let probe = client.settings.probe else { return }
         do {
-            _ = try await client.send(HTTPRequest(method: "GET", url: client.url("models")))
+            _ = try await client.send(HTTPRequest(method: "GET", url: client.url(probe)))
+        } catch let error as HTTPError where error.code == .status(404) || error.code == .status(405) {
+            logger.debug(
+                "\(provider) at \(client.settings.baseURL): no /\(probe) route; checked by the first request instead")
         } catch let error as HTTPError {
             let refused = error.code == .status(401) || error.code == .status(403)
             let hint =

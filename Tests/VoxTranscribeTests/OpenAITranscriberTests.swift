@@ -31,6 +31,26 @@ import VoxTestSupport
         format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0.1, count: 16000),
         start: 12.5, end: 13.5, index: 3, cut: .voice)
 
+    @Test func aServerWithoutAModelsRoutePassesPrepareAndARefusedKeyDoesNot() async throws {
+        // faster-whisper-server and whisper.cpp's server have no /models: 404 or 405 is fine.
+        for status in [404, 405] {
+            let (asr, transport) = try transcriber([ScriptedTransport.json(status, #"{"detail":"Not Found"}"#)])
+            try await asr.prepare()
+            #expect(transport.requests.map(\.request.url) == ["http://127.0.0.1:9/v1/models"])
+        }
+        let (refused, _) = try transcriber([ScriptedTransport.json(401, #"{"error":{"message":"bad key"}}"#)])
+        let error = await #expect(throws: VoxError.self) { try await refused.prepare() }
+        #expect(error?.code == .unavailable)
+        #expect(error?.message.contains("set VOXPIPE_TEST_UNSET_KEY (or apiKeyFile) to a valid key") == true)
+        // A server with its own health route, and one probed by nothing at all.
+        let (health, healthTransport) = try transcriber([ScriptedTransport.json(200, "{}")], options: ["probe": "/health"])
+        try await health.prepare()
+        #expect(healthTransport.requests.map(\.request.url) == ["http://127.0.0.1:9/v1/health"])
+        let (none, noneTransport) = try transcriber([], options: ["probe": ""])
+        try await none.prepare()
+        #expect(noneTransport.requests.isEmpty)
+    }
+
     @Test func aChunkGoesUpAsWAVAndWordTimesComeBackInTheFile() async throws {
         let answer = ScriptedTransport.json(
             200,
