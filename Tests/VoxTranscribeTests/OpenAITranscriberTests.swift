@@ -43,7 +43,8 @@ import VoxTestSupport
         #expect(error?.code == .unavailable)
         #expect(error?.message.contains("set VOXPIPE_TEST_UNSET_KEY (or apiKeyFile) to a valid key") == true)
         // A server with its own health route, and one probed by nothing at all.
-        let (health, healthTransport) = try transcriber([ScriptedTransport.json(200, "{}")], options: ["probe": "/health"])
+        let (health, healthTransport) = try transcriber(
+            [ScriptedTransport.json(200, "{}")], options: ["probe": "/health"])
         try await health.prepare()
         #expect(healthTransport.requests.map(\.request.url) == ["http://127.0.0.1:9/v1/health"])
         let (none, noneTransport) = try transcriber([], options: ["probe": ""])
