@@ -4,7 +4,7 @@ DEBUG_BIN := .build/debug/voxpipe
 RELEASE_BIN := .build/release/voxpipe
 DEMO_OUT ?= out/demo
 
-.PHONY: setup build build-debug test cluster-test demo bench schema readme fuzz format lint clean
+.PHONY: setup build build-debug test cluster-test interop demo bench schema readme fuzz format lint clean
 
 setup:
 	@scripts/setup.sh
@@ -15,12 +15,19 @@ build: setup
 build-debug: setup
 	$(SWIFT) build
 
-# The unit and command-line tests, the Kubernetes example checked against the API schema, then
-# the Slurm cluster test when it can run here (root; it says why when it skips).
+# The unit and command-line tests, the Kubernetes example checked against the API schema, the
+# interop run against real third-party OpenAI-compatible servers when they are installed, then
+# the Slurm cluster test when it can run here (root; each says why when it skips).
 test: setup
 	$(SWIFT) test --disable-xctest
 	@scripts/validate-deploy.sh
+	@VOXPIPE=$(DEBUG_BIN) scripts/interop.sh --if-possible
 	@scripts/cluster-test.sh --if-possible
+
+# voxpipe's openai transcribe provider against faster-whisper-server and whisper.cpp's server on
+# 127.0.0.1 (installed by make setup); VOXPIPE_INTEROP_UPDATE=1 re-records Tests/Fixtures/interop.
+interop: build-debug
+	@VOXPIPE=$(DEBUG_BIN) scripts/interop.sh
 
 # A one-node Slurm cluster (munge, slurmctld, slurmd, all in a temporary folder) runs
 # Pipelines/deploy/slurm-array.sh over 200 files with faults; about 1-2 minutes. See the README.

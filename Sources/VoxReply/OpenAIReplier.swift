@@ -8,7 +8,7 @@ import VoxHTTP
 public struct OpenAIReplier: ReplyProvider, ProviderKind {
     public static let name = "openai"
     public static let summary =
-        "POST {baseURL}/chat/completions with the lesson so far as history (OpenAI, vLLM, Ollama, LocalAI)."
+        "POST {baseURL}/chat/completions with the lesson so far as history (OpenAI's chat API)."
     public static func make(_ settings: Settings, context: StageContext) throws -> any ReplyProvider {
         try OpenAIReplier(settings: settings, context: context)
     }

@@ -7,7 +7,7 @@ import VoxHTTP
 /// sentence ends.
 public struct OpenAISpeaker: SpeechProvider, ProviderKind {
     public static let name = "openai"
-    public static let summary = "POST {baseURL}/audio/speech (OpenAI, speaches, LocalAI); 24 kHz mono for pcm."
+    public static let summary = "POST {baseURL}/audio/speech (OpenAI's speech API); 24 kHz mono for pcm."
     public static func make(_ settings: Settings, context: StageContext) throws -> any SpeechProvider {
         try OpenAISpeaker(settings: settings, context: context)
     }

@@ -8,7 +8,8 @@ import VoxHTTP
 /// the 25 MB upload limit is sent in parts.
 public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unchecked Sendable {
     public static let name = "openai"
-    public static let summary = "POST {baseURL}/audio/transcriptions (OpenAI, whisper.cpp server, speaches, LocalAI)."
+    public static let summary =
+        "POST {baseURL}/audio/transcriptions (OpenAI; tried: faster-whisper-server, whisper.cpp server)."
     public static func make(_ settings: Settings, context: StageContext) throws -> any TranscriptionProvider {
         try OpenAITranscriber(settings: settings, context: context)
     }
