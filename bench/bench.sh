@@ -228,6 +228,16 @@ REPS=$REPS_SAVED
 echo "baseline x86-64-v3 ${nb% *}s   native ($(grep -o 'avx512[a-z_]*' /proc/cpuinfo | sort -u | head -3 | tr '\n' ' ')…) ${nn% *}s   baseline/native $(ratio "${nb% *}" "${nn% *}")   native transcripts: $(same "$RP/native")"
 
 echo
+echo "== no-op rerun over 50 finished uploads: moderation-evidence-transcribed (Whisper) vs resample-16k (target: within 1.5x; no model loaded)"
+NO=$W/noop; rm -rf "$NO"; mkdir -p "$NO/in"
+for i in $(seq 50); do cp Samples/speech-en-22k-mono.wav "$NO/in/u$i.wav"; done
+"$BIN" run Pipelines/moderation-evidence-transcribed.json "$NO/in" -o "$NO/mod" >/dev/null 2>&1
+"$BIN" run Pipelines/resample-16k.json "$NO/in" -o "$NO/res" >/dev/null 2>&1
+m=$(measure "$BIN" run Pipelines/moderation-evidence-transcribed.json "$NO/in" -o "$NO/mod")
+r=$(measure "$BIN" run Pipelines/resample-16k.json "$NO/in" -o "$NO/res")
+echo "moderation-evidence-transcribed ${m% *}s $(awk "BEGIN{printf \"%.0f\", ${m#* }/1024}") MB   resample-16k ${r% *}s $(awk "BEGIN{printf \"%.0f\", ${r#* }/1024}") MB   ratio $(ratio "${m% *}" "${r% *}")"
+
+echo
 echo "== the transcribe pipeline's (Whisper) peak memory on a 3-hour file vs a 10-minute one (one short burst a minute)"
 M3=$W/asr-mem; rm -rf "$M3"; mkdir -p "$M3/h3" "$M3/m10"
 sox -n -r 16000 -c 1 -b 16 "$M3/burst.wav" synth 1 pinknoise gain -12

@@ -48,8 +48,9 @@ public struct Ledger: Sendable {
     }
 
     /// The spec fingerprint: canonical spec bytes, each referenced regular file's SHA-256 (rules,
-    /// models; folders by name only) and the tool version. Computed once per run.
-    public static func fingerprint(plan: Plan, version: String) -> String {
+    /// models; folders by name only) and the tool version. Computed once per run; `digests`
+    /// spares rereading files unchanged since an earlier run.
+    public static func fingerprint(plan: Plan, version: String, digests: FileDigestStore? = nil) -> String {
         let d = Digest(.sha256)
         d.update(plan.canonicalSpec)
         for url in plan.referencedFiles.sorted(by: { $0.path < $1.path }) {
@@ -57,7 +58,8 @@ public struct Ledger: Sendable {
             let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
             let content =
                 exists && !isDirectory.boolValue
-                ? ((try? Digest.hexOfFile(at: url).hex) ?? "unreadable") : (exists ? "folder" : "missing")
+                ? ((try? digests?.sha256(of: url) ?? Digest.hexOfFile(at: url).hex) ?? "unreadable")
+                : (exists ? "folder" : "missing")
             d.update(Data("\n\(url.path)=\(content)".utf8))
         }
         d.update(Data("\nvoxpipe \(version)".utf8))

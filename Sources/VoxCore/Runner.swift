@@ -86,8 +86,11 @@ public struct Runner: Sendable {
     let logger: Logger
 
     /// Creates every stage instance of the plan and runs each `prepare()`; throws the first
-    /// failure (a missing model is `VoxError(.unavailable)`, exit 69).
-    public static func prepare(_ plan: Plan, options: RunOptions, context: StageContext) async throws -> Runner {
+    /// failure (a missing model is `VoxError(.unavailable)`, exit 69). With `prepareStages` off
+    /// (a run whose every item will be skipped) no stage prepares, so no model loads.
+    public static func prepare(
+        _ plan: Plan, options: RunOptions, context: StageContext, prepareStages: Bool = true
+    ) async throws -> Runner {
         var stages: [any StageRunner] = []
         for node in plan.nodes {
             do {
@@ -95,7 +98,7 @@ public struct Runner: Sendable {
                 nodeContext.lookback = plan.lookback(after: node.index)
                 nodeContext.provenance.stages = plan.provenance
                 let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
-                try await stage.prepare()
+                if prepareStages { try await stage.prepare() }
                 stages.append(stage)
             } catch {
                 // Any module's error keeps its category (a model that will not load is

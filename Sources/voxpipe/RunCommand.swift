@@ -108,8 +108,11 @@ struct RunCommand: AsyncParsableCommand {
                 ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount)
             let items = shard.map { s in all.filter { s.contains($0) } } ?? all
             let digests = DigestCache()
+            let fileDigests = FileDigestStore(url: FileDigestStore.userCache())
+            defer { fileDigests.save() }
             let ledger = Ledger(
-                outputDirectory: outputURL, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion),
+                outputDirectory: outputURL,
+                fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion, digests: fileDigests),
                 version: voxpipeVersion, digests: digests)
             let options = RunOptions(
                 outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger,
@@ -133,7 +136,11 @@ struct RunCommand: AsyncParsableCommand {
             try ensureWritable(outputURL)
             let lock = try OutputLock(outputDirectory: outputURL, shard: shard)
             let started = ContinuousClock.now
-            let runner = try await Runner.prepare(plan, options: options, context: context)
+            // Models load only for work: when the ledger skips every item (a cron run with nothing
+            // new), no stage prepares.
+            let needsWork = anyToRun(plan: plan, items: items, options: options)
+            if !needsWork { logger.debug("every item is done already: no stage prepared, no model loaded") }
+            let runner = try await Runner.prepare(plan, options: options, context: context, prepareStages: needsWork)
             if let shard { printError("shard \(shard): \(items.count) of \(all.count) items") }
 
             let progress = ProgressReporter(total: items.count)
@@ -174,6 +181,18 @@ struct RunCommand: AsyncParsableCommand {
             throw exit
         } catch {
             throw fail(error)
+        }
+    }
+
+    /// Whether any item would run (an input that cannot be expanded fails, so it counts; one that
+    /// expands to no items needs no stage).
+    func anyToRun(plan: Plan, items: [InputFile], options: RunOptions) -> Bool {
+        items.contains { file in
+            guard let parts = try? plan.expand(file) else { return true }
+            return parts.contains {
+                if case .run = options.decision(for: $0) { return true }
+                return false
+            }
         }
     }
 

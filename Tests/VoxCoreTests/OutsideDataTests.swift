@@ -84,3 +84,20 @@ import VoxTestSupport
         #expect(walked == ["link.txt symlink", "linked-sub symlink", "pipe fifo", "sub directory", "sub/a.txt file"])
     }
 }
+
+@Suite struct FileDigestStoreTests {
+    @Test func aStoredDigestServesUntilTheFileChangesAndSurvivesTheProcess() throws {
+        let dir = temporaryDirectory()
+        let file = dir.appendingPathComponent("model.bin"), storeURL = dir.appendingPathComponent("d/digests.json")
+        try Data("first".utf8).write(to: file)
+        let store = FileDigestStore(url: storeURL)
+        let first = try store.sha256(of: file)
+        #expect(first == Digest.hex(Data("first".utf8)))
+        store.save()
+        // Another process (a new store) trusts the stored digest while the file is as it was …
+        #expect(try FileDigestStore(url: storeURL).sha256(of: file) == first)
+        // … and reads it again once it was replaced, even by one of the same size.
+        try Data("secon".utf8).write(to: file, options: .atomic)
+        #expect(try FileDigestStore(url: storeURL).sha256(of: file) == Digest.hex(Data("secon".utf8)))
+    }
+}

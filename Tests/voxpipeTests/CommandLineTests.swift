@@ -423,8 +423,20 @@ import VoxTestSupport
                 "\(name) differs")
         }
         let report = dir.appendingPathComponent("r.jsonl")
-        #expect(try voxpipe(["run", spec.path, input.path, "-o", a.path, "--report", report.path]).status == 0)
+        // A rerun with nothing new prepares no stage (no model loads) and reads no model file
+        // whose digest the store kept from before.
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = dir.appendingPathComponent("cache").path
+        for _ in 0..<2 {
+            let rerun = try voxpipe(
+                ["run", "-v", spec.path, input.path, "-o", a.path, "--report", report.path], environment: environment)
+            #expect(rerun.status == 0)
+            #expect(rerun.stderr.contains("every item is done already: no stage prepared, no model loaded"))
+        }
         #expect(try String(contentsOf: report, encoding: .utf8).contains(#""status":"skipped""#))
+        let store = try String(
+            contentsOf: dir.appendingPathComponent("cache/voxpipe/file-digests.json"), encoding: .utf8)
+        #expect(store.contains(link.lastPathComponent) && store.contains("libwhisper.so"), "\(store)")
         // Another model behind the same name: its content is in the item key.
         try FileManager.default.removeItem(at: link)
         try FileManager.default.createSymbolicLink(
