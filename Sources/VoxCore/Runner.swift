@@ -241,7 +241,8 @@ public struct Runner: Sendable {
     }
 
     /// Feeds `value` to stage `start` and runs it and its descendants, each in its own task, until
-    /// all have ended; a failure fails every stage after it.
+    /// all have ended. The first failure ends the item: the failed stage's inbox and outputs fail
+    /// and every other stage is cancelled, so no stage is left waiting on one that has died.
     func drive(_ value: any Payload, into start: Int, context: ItemContext, sink: any OutputSink) async throws {
         let active = plan.descendants(of: start)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -261,6 +262,9 @@ public struct Runner: Sendable {
                         for try await _ in inbox {}
                     } catch {
                         let failure = Self.failure(error, node: node)
+                        // A stage that has ended reads nothing more: a producer waiting to send
+                        // to it is released (and its later sends return at once).
+                        inbox.fail(failure)
                         for channel in downstream { channel.fail(failure) }
                         throw failure
                     }
@@ -270,7 +274,10 @@ public struct Runner: Sendable {
                 await inboxes[start].send(value)
                 inboxes[start].finish()
             }
-            try await group.waitForAll()
+            // Not `waitForAll()`: it waits for every task before it throws, and a stage upstream
+            // of a dead writer may be blocked in a send. Throwing out of the group on the first
+            // failure cancels the others (a channel send or receive returns on cancellation).
+            for try await _ in group {}
         }
     }
 

@@ -125,6 +125,35 @@ import VoxTestSupport
         #expect(results.allSatisfy { $0.status == .done })
     }
 
+    // A writer that dies mid-stream must not leave the stages feeding it blocked in a send: the
+    // item fails at once with the writer's reason and the run goes on. Before the fix the run
+    // never ended (the time limit is the watchdog, not a timing assumption).
+    @Test(.timeLimit(.minutes(1)), arguments: [0, 3])
+    func aWriterThatDiesLeavesNoStageWaitingAndTheRunEnds(after: Int) async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":200},{"id":"g","kind":"gain"},"#
+                + #"{"id":"w","kind":"dead-writer","after":\#(after)}]}"#,
+            output: out, jobs: 2)
+        let results = await r.run(items(["a.wav", "b.wav", "c.wav"]))
+        #expect(results.map(\.status) == [.failed, .failed, .failed])
+        #expect(results[0].failure?.description == "w (dead-writer): writing w.txt failed: No space left on device")
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: out.path).isEmpty)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aDeadWriterBesideALiveOneFailsTheItemWithoutWaiting() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":200},{"id":"ok","kind":"sum-writer","from":"src"},"#
+                + #"{"id":"w","kind":"dead-writer","from":"src","after":1}]}"#,
+            output: out)
+        let results = await r.run(items(["a.wav"]))
+        #expect(results.map(\.status) == [.failed])
+        #expect(results[0].failure?.stageID == "w")
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: out.path).isEmpty)
+    }
+
     @Test func anEmptyStreamStillReachesTheWriter() async throws {
         let out = temporaryDirectory()
         let r = try await runner(

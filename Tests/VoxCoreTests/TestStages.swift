@@ -164,6 +164,34 @@ struct SumWriter: Stage {
     }
 }
 
+/// A writer whose output device is gone: it throws on the first value it takes (an ENOSPC-like
+/// `cannotCreate`), with `after` values taken first, and never reads the rest.
+struct DeadWriter: Stage {
+    typealias Input = SumWriter.Input
+    typealias Output = Artifact
+    typealias Configuration = Int
+    static let kind = "dead-writer"
+    static let summary = "test writer that fails"
+    static let options = [OptionSpec("after", .integer(0...1000), default: 0, help: "values taken before failing")]
+    static func configure(_ options: StageOptions) throws -> Int { options.int("after") ?? 0 }
+    let id: String
+    let after: Int
+    init(id: String, configuration: Int, context: StageContext) {
+        self.id = id
+        after = configuration
+    }
+    func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        var taken = 0
+        for try await _ in input {
+            if taken == after {
+                _ = try item.outputs.reserve(stageID: id, ext: "txt")
+                throw VoxError(.cannotCreate, "writing \(id).txt failed: No space left on device")
+            }
+            taken += 1
+        }
+    }
+}
+
 struct TranscriptTaker: Stage {
     typealias Input = Transcript
     typealias Output = Artifact
@@ -218,7 +246,7 @@ struct ReportWriter: Stage {
 let testRegistry = StageRegistry([
     StageKind(ToneSource.self), StageKind(Gain.self), StageKind(Chunker.self), StageKind(SumWriter.self),
     StageKind(TranscriptTaker.self),
-    StageKind(ReportingSource.self), StageKind(ReportWriter.self),
+    StageKind(ReportingSource.self), StageKind(ReportWriter.self), StageKind(DeadWriter.self),
 ])
 
 func plan(_ json: String) throws -> Plan {
