@@ -166,43 +166,44 @@ public enum AtomicFile {
     static let prefix = ".voxpipe-atomic-"
 
     public static func write(_ data: Data, to url: URL) throws {
-        let folder = url.deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        } catch {
-            throw VoxError(.cannotCreate, "cannot create folder \(folder.path): \(describe(error))")
-        }
-        let temp = folder.appendingPathComponent(
+        try ItemOutputs.createFolder(url.deletingLastPathComponent())
+        let temp = url.deletingLastPathComponent().appendingPathComponent(
             "\(prefix)\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(url.lastPathComponent)")
         do {
             try writeFile(data, to: temp)
-            guard rename(temp.path, url.path) == 0 else {
-                throw VoxError(.cannotCreate, "cannot write \(url.path): \(String(cString: strerror(errno)))")
-            }
+            guard rename(temp.path, url.path) == 0 else { throw failure("cannot write", url, errno: errno) }
         } catch {
             unlink(temp.path)
             throw error
         }
     }
 
-    /// Writes `data` to a new file at `url` (replacing any), flushed to disk.
+    /// Writes `data` to a new file at `url` (replacing any), flushed to disk. Errors name the
+    /// file by its final name (`ItemOutputs.finalPath`) with the system's reason.
     public static func writeFile(_ data: Data, to url: URL) throws {
         let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw VoxError(.cannotCreate, "cannot create \(url.path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
+        guard fd >= 0 else { throw failure("cannot create", url, errno: errno) }
+        var closed = false
+        defer { if !closed { close(fd) } }
         try data.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 let n = Foundation.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw VoxError(.cannotCreate, "cannot write \(url.path): \(String(cString: strerror(errno)))")
+                    throw failure("cannot write", url, errno: errno)
                 }
                 offset += n
             }
         }
-        fsync(fd)
+        // A file system may report a full disk (or an I/O error) only when the data is flushed.
+        guard fsync(fd) == 0 || errno == EINVAL else { throw failure("cannot write", url, errno: errno) }
+        closed = true
+        guard close(fd) == 0 else { throw failure("cannot write", url, errno: errno) }
+    }
+
+    /// A failed create, write or rename of `url`, in its category (`VoxFailure.writing`).
+    static func failure(_ action: String, _ url: URL, errno code: Int32) -> VoxError {
+        VoxError(.writing(errno: code), "\(action) \(ItemOutputs.finalPath(of: url)): \(systemReason(code))")
     }
 }

@@ -114,14 +114,17 @@ public struct Runner: Sendable {
         return Runner(plan: plan, stages: stages, options: options, logger: context.logger)
     }
 
-    /// Runs every item and returns their results in input order.
+    /// Runs every item and returns their results in input order. Once an item fails because the
+    /// output takes nothing more (`VoxFailure.outputFull`), no other item starts: the results
+    /// then hold only the items that ran (`outputFull(in:)` finds why).
     public func run(_ items: [InputFile], observer: (any RunObserver)? = nil) async -> [ItemResult] {
         observer?.handle(.started(total: items.count))
         var perItem = [[ItemResult]?](repeating: nil, count: items.count)
         await withTaskGroup(of: (Int, [ItemResult]).self) { group in
             var next = 0
+            var full = false
             func startNext() {
-                guard next < items.count, !Task.isCancelled else { return }
+                guard next < items.count, !Task.isCancelled, !full else { return }
                 let index = next
                 next += 1
                 observer?.handle(.itemStarted(items[index]))
@@ -130,6 +133,7 @@ public struct Runner: Sendable {
             for _ in 0..<min(options.jobs, items.count) { startNext() }
             while let (index, itemResults) = await group.next() {
                 perItem[index] = itemResults
+                full = full || Self.outputFull(in: itemResults) != nil
                 startNext()
             }
         }
@@ -159,6 +163,11 @@ public struct Runner: Sendable {
             results.append(result)
         }
         return results
+    }
+
+    /// The first failure that left the output unable to take more (a full disk), if any.
+    public static func outputFull(in results: [ItemResult]) -> StageFailure? {
+        results.lazy.compactMap(\.failure).first { $0.category == .outputFull }
     }
 
     /// Why a skipped item was skipped.
@@ -221,7 +230,10 @@ public struct Runner: Sendable {
         } catch {
             outputs.discard()
             var failure =
-                (error as? StageFailure) ?? StageFailure(stageID: "output", kind: "commit", reason: describe(error))
+                (error as? StageFailure)
+                ?? StageFailure(
+                    stageID: "output", kind: "commit", reason: describe(error),
+                    category: (error as? any CategorizedError)?.category)
             if Task.isCancelled { failure.reason = "interrupted" }
             return ItemResult(
                 item: item, status: .failed, failure: failure, seconds: elapsed(),
@@ -286,7 +298,9 @@ public struct Runner: Sendable {
         if error is CancellationError {
             return StageFailure(stageID: node.id, kind: node.kind.kind, reason: "cancelled")
         }
-        return StageFailure(stageID: node.id, kind: node.kind.kind, reason: describe(error))
+        return StageFailure(
+            stageID: node.id, kind: node.kind.kind, reason: describe(error),
+            category: (error as? any CategorizedError)?.category)
     }
 }
 

@@ -58,7 +58,7 @@ public struct WriteRecordsStage: Stage {
             }
         }
         let folder = try item.outputs.reserve(name: id)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try ItemOutputs.createFolder(folder)
         for (name, list) in records.map({ ("\($0.key).json", $0.value) }) + [("rejected.json", rejected)] {
             try AtomicFile.writeFile(
                 JSONValue.array(list).prettyData() + Data("\n".utf8), to: folder.appendingPathComponent(name))

@@ -155,6 +155,13 @@ struct RunCommand: AsyncParsableCommand {
                 checking: suite != nil)
             withExtendedLifetime(lock) {}
             if let interrupted { throw ExitCode(128 + interrupted) }
+            if let full = Runner.outputFull(in: results) {
+                let started = Set(results.map(\.item.url)).count
+                throw VoxError(
+                    .outputFull,
+                    "\(output): nothing more can be written (\(full.reason)); \(items.count - started) items not "
+                        + "started; free space and rerun")
+            }
             if let suite {
                 let items = results.map { r in
                     CheckedItem(

@@ -154,6 +154,40 @@ import VoxTestSupport
         #expect(try FileManager.default.subpathsOfDirectory(atPath: out.path).isEmpty)
     }
 
+    @Test func anOutputThatTakesNothingMoreFailsTheItemAndStartsNoOther() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":20},{"id":"w","kind":"dead-writer","full":true}]}"#,
+            output: out, jobs: 1)
+        let results = await r.run(items(["a.wav", "b.wav", "c.wav"]))
+        #expect(results.map(\.item.relativePath) == ["a.wav"])
+        #expect(Runner.outputFull(in: results)?.stageID == "w")
+        #expect(exitCode(for: VoxError(.outputFull, "full")) == 73)
+    }
+
+    @Test func anOutputsTemporaryNameIsShownAsTheNameItWillHave() {
+        #expect(
+            ItemOutputs.finalPath(of: URL(fileURLWithPath: "/o/a/.audio.wav.voxpipe-tmp-12-345")) == "/o/a/audio.wav")
+        #expect(
+            ItemOutputs.finalPath(of: URL(fileURLWithPath: "/o/a/.bag.voxpipe-tmp-1-2/data/x.wav"))
+                == "/o/a/bag/data/x.wav")
+        #expect(
+            ItemOutputs.finalPath(of: URL(fileURLWithPath: "/o/a/.voxpipe-atomic-12-345-voxpipe.manifest.json"))
+                == "/o/a/voxpipe.manifest.json")
+        #expect(ItemOutputs.finalPath(of: URL(fileURLWithPath: "/o/a/plain.txt")) == "/o/a/plain.txt")
+    }
+
+    @Test func aFolderThatAFileStandsInTheWayOfIsNamedWithTheSystemsReason() throws {
+        let dir = temporaryDirectory()
+        try Data("x".utf8).write(to: dir.appendingPathComponent("a"))
+        #expect(throws: VoxError(.cannotCreate, "cannot create folder \(dir.path)/a/b/c: Not a directory")) {
+            try ItemOutputs.createFolder(dir.appendingPathComponent("a/b/c"))
+        }
+        try ItemOutputs.createFolder(dir.appendingPathComponent("x/y/z"))
+        try ItemOutputs.createFolder(dir.appendingPathComponent("x/y/z"))
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("x/y/z").path))
+    }
+
     @Test func anEmptyStreamStillReachesTheWriter() async throws {
         let out = temporaryDirectory()
         let r = try await runner(

@@ -169,23 +169,30 @@ struct SumWriter: Stage {
 struct DeadWriter: Stage {
     typealias Input = SumWriter.Input
     typealias Output = Artifact
-    typealias Configuration = Int
+    typealias Configuration = (after: Int, full: Bool)
     static let kind = "dead-writer"
     static let summary = "test writer that fails"
-    static let options = [OptionSpec("after", .integer(0...1000), default: 0, help: "values taken before failing")]
-    static func configure(_ options: StageOptions) throws -> Int { options.int("after") ?? 0 }
+    static let options = [
+        OptionSpec("after", .integer(0...1000), default: 0, help: "values taken before failing"),
+        OptionSpec("full", .boolean, default: false, help: "fail as a full disk (outputFull), not one file"),
+    ]
+    static func configure(_ options: StageOptions) throws -> Configuration {
+        (options.int("after") ?? 0, options.bool("full") ?? false)
+    }
     let id: String
-    let after: Int
-    init(id: String, configuration: Int, context: StageContext) {
+    let configuration: Configuration
+    init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
-        after = configuration
+        self.configuration = configuration
     }
     func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
         var taken = 0
         for try await _ in input {
-            if taken == after {
+            if taken == configuration.after {
                 _ = try item.outputs.reserve(stageID: id, ext: "txt")
-                throw VoxError(.cannotCreate, "writing \(id).txt failed: No space left on device")
+                throw VoxError(
+                    configuration.full ? .outputFull : .cannotCreate,
+                    "writing \(id).txt failed: No space left on device")
             }
             taken += 1
         }

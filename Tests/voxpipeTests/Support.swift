@@ -90,9 +90,12 @@ struct Running {
     }
 }
 
-func start(_ arguments: [String], environment: [String: String]? = nil) throws -> Running {
+/// Starts voxpipe (or `program`, e.g. a wrapper that runs it as another user) in the background.
+func start(
+    _ arguments: [String], environment: [String: String]? = nil, program: URL = voxpipeBinary
+) throws -> Running {
     let process = Process()
-    process.executableURL = voxpipeBinary
+    process.executableURL = program
     process.arguments = arguments
     if let environment { process.environment = environment }
     let out = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-out-\(UUID().uuidString)")
