@@ -89,11 +89,13 @@ public struct Runner: Sendable {
     /// failure (a missing model is `VoxError(.unavailable)`, exit 69).
     public static func prepare(_ plan: Plan, options: RunOptions, context: StageContext) async throws -> Runner {
         var stages: [any StageRunner] = []
+        let lookbacks = plan.lookbacks
+        let provenance = plan.provenance
         for node in plan.nodes {
             do {
                 var nodeContext = context
-                nodeContext.lookback = plan.lookback(after: node.index)
-                nodeContext.provenance.stages = plan.provenance
+                nodeContext.lookback = lookbacks[node.index]
+                nodeContext.provenance.stages = provenance
                 let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
                 try await stage.prepare()
                 stages.append(stage)

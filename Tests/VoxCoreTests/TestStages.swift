@@ -89,6 +89,8 @@ struct Gain: Stage {
         if input.sampleRate == nil { return input }
         throw PlanError("gain takes only source-rate audio")
     }
+    /// As a resampler: it needs what the stages after it need.
+    static func demand(_ configuration: Configuration) -> StreamDemand { .passThrough }
     let configuration: Configuration
     init(id: String, configuration: Configuration, context: StageContext) { self.configuration = configuration }
     func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
