@@ -73,6 +73,9 @@ public final class DigestCache: @unchecked Sendable {
     private var entries: [Key: String] = [:]
     /// Digests being computed now; a second asker waits for the first instead of reading again.
     private var inflight: [Key: DispatchGroup] = [:]
+    /// Prefetches still hashing: the process must not exit under them (libcrypto's exit
+    /// handlers free what a running digest holds, and the process then dies of SIGSEGV).
+    private let prefetches = DispatchGroup()
 
     public init() {}
 
@@ -109,7 +112,12 @@ public final class DigestCache: @unchecked Sendable {
     /// stage or the ledger asks for it: a large upload is hashed on an idle core while it is
     /// being decoded.
     public func prefetch(_ url: URL, _ algorithm: Digest.Algorithm = .sha256) {
-        DispatchQueue.global(qos: .utility).async { _ = try? self.hexOfFile(at: url, algorithm) }
+        DispatchQueue.global(qos: .utility).async(group: prefetches) { _ = try? self.hexOfFile(at: url, algorithm) }
+    }
+
+    /// Returns when every prefetch started so far has ended (the runner waits before a run ends).
+    public func prefetchesEnded() async {
+        await withCheckedContinuation { done in prefetches.notify(queue: .global()) { done.resume() } }
     }
 
     /// Records digests computed elsewhere (while copying a file, say).

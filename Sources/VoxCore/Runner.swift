@@ -139,6 +139,8 @@ public struct Runner: Sendable {
                 startNext()
             }
         }
+        // An item that failed early may leave its input still being hashed in the background.
+        await options.ledger?.digests.prefetchesEnded()
         return perItem.compactMap { $0 }.flatMap { $0 }
     }
 
