@@ -27,6 +27,8 @@ public struct ItemManifest: Codable, Sendable, Equatable {
     /// When `voxpipe prune` removed the item's outputs (ISO 8601). A pruned item whose input and
     /// spec are unchanged is not redone: its outputs were removed on purpose.
     public var pruned: String?
+    /// What stages noticed without failing the item (a truncated file); absent when nothing.
+    public var warnings: [ItemWarning]? = nil
 }
 
 /// Decides, per item, whether a run must redo it, and records finished items.
@@ -120,7 +122,7 @@ public struct Ledger: Sendable {
     /// Writes the manifest last, atomically (temporary name, fsync, rename).
     public func record(
         _ item: InputFile, input: ItemManifest.FileRecord, artifacts: [Artifact], started: Date, seconds: Double,
-        audioSeconds: Double?
+        audioSeconds: Double?, warnings: [ItemWarning] = []
     ) throws {
         let records = artifacts.map { artifact in
             ItemManifest.FileRecord(
@@ -132,10 +134,33 @@ public struct Ledger: Sendable {
             key: key(inputSHA256: input.sha256), voxpipeVersion: version, spec: fingerprint, input: input,
             artifacts: records,
             started: iso.string(from: started), finished: iso.string(from: Date()), seconds: seconds,
-            audioSeconds: audioSeconds)
+            audioSeconds: audioSeconds, warnings: warnings.isEmpty ? nil : warnings)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         try AtomicFile.write(try encoder.encode(manifest), to: manifestURL(for: item))
+    }
+
+    /// Removes the files an earlier manifest of `item` lists that `current` does not, once the
+    /// new outputs are in place: a redo that writes fewer files leaves none of the old ones. Only
+    /// regular files inside the item's folder go (a listed path that leads elsewhere or is a link
+    /// stays), then the folders they leave empty.
+    public func removeOutputs(of earlier: ItemManifest, notIn current: [Artifact], item: InputFile) {
+        let keep = Set(current.map(\.path))
+        let folder = outputDirectory.appendingPathComponent(item.outputName, isDirectory: true)
+            .resolvingSymlinksInPath()
+        for record in earlier.artifacts where !keep.contains(record.path) {
+            // Resolved: a `..` or a linked folder on the way cannot lead out of the item's folder.
+            let url = outputDirectory.appendingPathComponent(record.path).deletingLastPathComponent()
+                .resolvingSymlinksInPath().appendingPathComponent((record.path as NSString).lastPathComponent)
+            var info = stat()
+            guard url.path.hasPrefix(folder.path + "/"), lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                unlink(url.path) == 0
+            else { continue }
+            var parent = url.deletingLastPathComponent()
+            while parent.path.hasPrefix(folder.path + "/"), rmdir(parent.path) == 0 {
+                parent = parent.deletingLastPathComponent()
+            }
+        }
     }
 
     /// Removes temporary files a killed run left in an item's folder; returns how many.
@@ -149,13 +174,13 @@ public struct Ledger: Sendable {
         return removed
     }
 
-    /// Size and modification time (ns, at µs precision) of a file, or nil.
+    /// Size and modification time (ns, at µs precision) of a regular file, or nil. A symbolic
+    /// link is followed: an input given as a link is what it points to.
     static func fileStat(_ url: URL) -> (bytes: Int64, modified: Int64)? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-            let size = (attributes[.size] as? NSNumber)?.int64Value,
-            let modified = attributes[.modificationDate] as? Date
-        else { return nil }
-        return (size, Int64((modified.timeIntervalSince1970 * 1_000_000).rounded()) * 1000)
+        var info = stat()
+        guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let seconds = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        return (Int64(info.st_size), Int64((seconds * 1_000_000).rounded()) * 1000)
     }
 }
 

@@ -27,6 +27,21 @@ public struct Plan: Sendable {
     public let referencedFiles: [URL]
     /// The spec as a value (canonical: no `$schema`, no `description`).
     public let spec: JSONValue
+    /// The spec's `"strict": true`: an item a stage warns about (a truncated file) fails.
+    public var strict = false
+
+    /// Whether any stage writes files (gives `Artifact`s, as every `write-*` kind does).
+    public var writesOutputs: Bool { nodes.contains { $0.kind.output == .artifact } }
+
+    /// Throws, as a spec error, when no stage writes anything: items would be done with no
+    /// outputs. A run that wants only reports says so (`voxpipe run --no-outputs`).
+    public func requireOutputs() throws {
+        guard !writesOutputs else { return }
+        throw VoxError(
+            .invalidSpec,
+            "stages: no stage writes outputs (none gives Artifact, as the write-* kinds do); add a writer, or pass "
+                + "--no-outputs to run it for its reports only")
+    }
 
     /// The extensions searched for in INPUT folders: what the first stage reads.
     public var inputExtensions: Set<String> {
@@ -144,7 +159,7 @@ public struct Plan: Sendable {
 /// JSON path: unknown kind or option, bad value, unknown or cyclic `from`, type mismatch, and a
 /// stream format a stage cannot take.
 public enum Planner {
-    static let topLevelKeys: Set = ["$schema", "name", "description", "stages"]
+    static let topLevelKeys: Set = ["$schema", "name", "description", "strict", "stages"]
     static let stageKeys: Set = ["id", "kind", "from"]
 
     /// Loads the spec file at `url`; errors start with the file's path.
@@ -194,10 +209,13 @@ public enum Planner {
             throw VoxError(.invalidSpec, "expected a JSON object with \"stages\", got \(json.typeDescription)")
         }
         for key in top.keys.sorted() where !topLevelKeys.contains(key) {
-            throw VoxError(.invalidSpec, "\(key): unknown top-level field (known: name, description, stages)")
+            throw VoxError(.invalidSpec, "\(key): unknown top-level field (known: name, description, strict, stages)")
         }
         if let name = top["name"], name.stringValue == nil {
             throw VoxError(.invalidSpec, "name: expected a string, got \(name.typeDescription)")
+        }
+        if let strict = top["strict"], strict.boolValue == nil {
+            throw VoxError(.invalidSpec, "strict: expected a boolean, got \(strict.typeDescription)")
         }
         guard let stagesValue = top["stages"] else {
             throw VoxError(.invalidSpec, "stages: missing; a spec needs at least one stage")
@@ -377,10 +395,12 @@ public enum Planner {
         var canonical = top
         canonical.removeValue(forKey: "$schema")
         canonical.removeValue(forKey: "description")
-        return Plan(
+        var plan = Plan(
             name: top["name"]?.stringValue ?? defaultName, nodes: nodes,
             canonicalSpec: JSONValue.object(canonical).canonicalData(),
             referencedFiles: Array(Set(referenced)), spec: .object(canonical))
+        plan.strict = top["strict"]?.boolValue ?? false
+        return plan
     }
 
     /// Throws for the first cycle among the `from` edges (`parents`), found by one depth-first

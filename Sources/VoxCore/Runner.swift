@@ -24,10 +24,12 @@ public struct ItemResult: Sendable {
     public var seconds: Double
     /// Length of the input audio in seconds, when a decoder reported it.
     public var audioSeconds: Double?
+    /// What stages noticed without failing the item (a truncated file).
+    public var warnings: [ItemWarning]
 
     public init(
         item: InputFile, status: Status, failure: StageFailure? = nil, reason: String? = nil,
-        artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil
+        artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil, warnings: [ItemWarning] = []
     ) {
         self.item = item
         self.status = status
@@ -36,6 +38,7 @@ public struct ItemResult: Sendable {
         self.artifacts = artifacts
         self.seconds = seconds
         self.audioSeconds = audioSeconds
+        self.warnings = warnings
     }
 }
 
@@ -63,6 +66,8 @@ public struct RunOptions: Sendable {
     public var ledger: Ledger?
     /// Redo items the ledger says are done.
     public var force: Bool
+    /// Fail an item a stage warned about (a truncated file) instead of finishing it.
+    public var strict: Bool
 
     /// Whether an item runs or is skipped, and why: what `run` does and `--dry-run` prints.
     public func decision(for item: InputFile) -> Ledger.Decision {
@@ -70,11 +75,12 @@ public struct RunOptions: Sendable {
         return ledger?.decide(item) ?? .run(reason: "no ledger")
     }
 
-    public init(outputDirectory: URL, jobs: Int, ledger: Ledger? = nil, force: Bool = false) {
+    public init(outputDirectory: URL, jobs: Int, ledger: Ledger? = nil, force: Bool = false, strict: Bool = false) {
         self.outputDirectory = outputDirectory
         self.jobs = max(1, jobs)
         self.ledger = ledger
         self.force = force
+        self.strict = strict
     }
 }
 
@@ -163,6 +169,10 @@ public struct Runner: Sendable {
         for part in parts {
             guard !Task.isCancelled else { break }
             let result = await process(part)
+            for warning in result.warnings {
+                let track = [part.track?.name, part.window?.name].compactMap { $0 }.map { "#" + $0 }.joined()
+                observer?.handle(.warning("\(part.url.path)\(track): \(warning)"))
+            }
             observer?.handle(.itemFinished(result))
             results.append(result)
         }
@@ -188,7 +198,7 @@ public struct Runner: Sendable {
         // A killed run may have left temporary files here; none of them is ours.
         Ledger.removeTemporaries(in: outputs.folder)
         var reason = "--force"
-        var previousInput: ItemManifest.FileRecord?
+        var previous: ItemManifest?
         switch options.decision(for: item) {
         case .skip(let manifest):
             let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
@@ -199,10 +209,10 @@ public struct Runner: Sendable {
             reason = why
         }
         if let ledger = options.ledger {
-            previousInput = ledger.readManifest(for: item)?.input
+            previous = ledger.readManifest(for: item)
             // The ledger will need the input's hash unless the manifest still vouches for it.
             if let stat = Ledger.fileStat(item.url),
-                previousInput.map({ $0.bytes != stat.bytes || $0.modified != stat.modified }) ?? true
+                previous.map({ $0.input.bytes != stat.bytes || $0.input.modified != stat.modified }) ?? true
             {
                 ledger.digests.prefetch(item.url)
             }
@@ -219,18 +229,26 @@ public struct Runner: Sendable {
             let root = plan.nodes.first { $0.parents.isEmpty } ?? plan.nodes[0]
             try await drive(item, into: root.index, context: context, sink: collector)
             try Task.checkCancellation()
+            let warnings = context.facts.warnings
+            if options.strict, let first = warnings.first {
+                throw StageFailure(
+                    stageID: first.stage, kind: first.kind, reason: "\(first.message) (strict)", category: .badInput)
+            }
             // Hash the input before the outputs go into place: a file that changed under us is
             // then recorded as what was read, at worst.
-            let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previousInput) }
+            let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previous?.input) }
             try outputs.commit()
             if let ledger = options.ledger, let input {
                 try ledger.record(
                     item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(),
-                    audioSeconds: context.facts.audioSeconds)
+                    audioSeconds: context.facts.audioSeconds, warnings: warnings)
+                // Only now that the new manifest stands: what the old one listed and the new one
+                // does not (turn-0004… of a longer earlier run) goes.
+                if let previous { ledger.removeOutputs(of: previous, notIn: collector.artifacts, item: item) }
             }
             return ItemResult(
                 item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(),
-                audioSeconds: context.facts.audioSeconds)
+                audioSeconds: context.facts.audioSeconds, warnings: warnings)
         } catch {
             outputs.discard()
             var failure =
