@@ -80,6 +80,9 @@ public final class DigestCache: @unchecked Sendable {
     private var entries: [Key: String] = [:]
     /// Digests being computed now; a second asker waits for the first instead of reading again.
     private var inflight: [Key: DispatchGroup] = [:]
+    /// Prefetches still hashing: the process must not exit under them (libcrypto's exit
+    /// handlers free what a running digest holds, and the process then dies of SIGSEGV).
+    private let prefetches = DispatchGroup()
 
     public init() {}
 
@@ -116,7 +119,12 @@ public final class DigestCache: @unchecked Sendable {
     /// stage or the ledger asks for it: a large upload is hashed on an idle core while it is
     /// being decoded.
     public func prefetch(_ url: URL, _ algorithm: Digest.Algorithm = .sha256) {
-        DispatchQueue.global(qos: .utility).async { _ = try? self.hexOfFile(at: url, algorithm) }
+        DispatchQueue.global(qos: .utility).async(group: prefetches) { _ = try? self.hexOfFile(at: url, algorithm) }
+    }
+
+    /// Returns when every prefetch started so far has ended (the runner waits before a run ends).
+    public func prefetchesEnded() async {
+        await withCheckedContinuation { done in prefetches.notify(queue: .global()) { done.resume() } }
     }
 
     /// Records digests computed elsewhere (while copying a file, say).
@@ -138,20 +146,27 @@ public final class DigestCache: @unchecked Sendable {
     public func copy(_ source: URL, to destination: URL) throws -> (sha256: String, sha512: String, bytes: Int64) {
         let input = try FileHandle(forReadingFrom: source)
         defer { try? input.close() }
-        guard FileManager.default.createFile(atPath: destination.path, contents: nil) else {
-            throw VoxError(.cannotCreate, "cannot create \(destination.path)")
-        }
-        let output = try FileHandle(forWritingTo: destination)
+        let fd = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw AtomicFile.failure("cannot create", destination, errno: errno) }
+        let output = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let sha256 = Digest(.sha256), sha512 = Digest(.sha512)
         var total: Int64 = 0
         while let chunk = try input.read(upToCount: 4 << 20), !chunk.isEmpty {
-            try output.write(contentsOf: chunk)
+            do {
+                try output.write(contentsOf: chunk)
+            } catch {
+                throw AtomicFile.failure("cannot write", destination, errno: posixCode(of: error) ?? EIO)
+            }
             sha256.update(chunk)
             sha512.update(chunk)
             total += Int64(chunk.count)
         }
-        try output.synchronize()
-        try output.close()
+        do {
+            try output.synchronize()
+            try output.close()
+        } catch {
+            throw AtomicFile.failure("cannot write", destination, errno: posixCode(of: error) ?? EIO)
+        }
         let result = (sha256.finalizeHex(), sha512.finalizeHex(), total)
         remember(destination, .sha256, hex: result.0)
         remember(destination, .sha512, hex: result.1)

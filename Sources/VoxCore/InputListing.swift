@@ -14,6 +14,20 @@ public enum InputListing {
     public struct Listing: Sendable {
         public var items: [InputFile]
         public var skippedFolders: [URL]
+        /// Entries under INPUT folders that could not be read (a folder without permission, a
+        /// loop of symbolic links, a dangling link), each with why.
+        public var unread: [Unread] = []
+    }
+
+    /// An entry under an INPUT folder that was not searched or listed, and why.
+    public struct Unread: Sendable, Equatable {
+        public var url: URL
+        public var reason: String
+
+        public init(url: URL, reason: String) {
+            self.url = url
+            self.reason = reason
+        }
     }
 
     public static func collect(
@@ -32,26 +46,30 @@ public enum InputListing {
     ) throws -> Listing {
         var found: [(url: URL, relative: String)] = []
         var skipped: [URL] = []
+        var unread: [Unread] = []
         var seen = Set<String>()
         for path in paths {
-            var isDirectory: ObjCBool = false
-            guard fileManager.fileExists(atPath: path, isDirectory: &isDirectory) else {
-                throw VoxError(.noInput, "\(path): no such file or folder")
+            // stat follows symbolic links, as sox and ffmpeg do; a loop of them is named as such.
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                let code = errno
+                throw VoxError(.noInput, "\(path): \(code == ENOENT ? "no such file or folder" : systemReason(code))")
             }
             let url = URL(fileURLWithPath: path).standardizedFileURL
-            if isDirectory.boolValue {
-                let (files, passedOver) = try files(
+            if info.st_mode & S_IFMT == S_IFDIR {
+                let walk = try files(
                     under: url, extensions: extensions, outputDirectory: outputDirectory?.standardizedFileURL,
                     fileManager: fileManager)
-                skipped += passedOver
-                for (file, relative) in files where seen.insert(file.path).inserted {
+                skipped += walk.skipped
+                unread += walk.unread
+                for (file, relative) in walk.files where seen.insert(file.path).inserted {
                     found.append((file, relative))
                 }
             } else if seen.insert(url.path).inserted {
                 found.append((url, url.lastPathComponent))
             }
         }
-        return Listing(items: try assignOutputNames(found), skippedFolders: skipped)
+        return Listing(items: try assignOutputNames(found), skippedFolders: skipped, unread: unread)
     }
 
     /// Whether a folder is voxpipe's: the output folder, or one holding its lock or a manifest.
@@ -61,33 +79,71 @@ public enum InputListing {
             || fileManager.fileExists(atPath: folder.appendingPathComponent(Ledger.manifestName).path)
     }
 
+    /// The files under `root` with one of `extensions`, searched depth first. Symbolic links to
+    /// files and folders are followed; a folder reached a second time (a link back up, or a
+    /// second link to it) is not searched again. Hidden entries are passed over.
     static func files(
         under root: URL, extensions: Set<String>, outputDirectory: URL?, fileManager: FileManager
-    ) throws -> (files: [(URL, String)], skipped: [URL]) {
-        guard
-            let enumerator = fileManager.enumerator(
-                at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
-                options: [.skipsHiddenFiles])
-        else {
-            throw VoxError(.noInput, "\(root.path): cannot list folder")
+    ) throws -> (files: [(URL, String)], skipped: [URL], unread: [Unread]) {
+        struct FileID: Hashable {
+            var device: UInt64
+            var inode: UInt64
         }
+        var info = stat()
+        guard stat(root.path, &info) == 0 else {
+            throw VoxError(.noInput, "\(root.path): cannot list folder: \(systemReason(errno))")
+        }
+        // Every folder searched, by device and inode, with the path it was first reached by.
+        var searched = [FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)): root.path]
         var files: [(URL, String)] = []
         var skipped: [URL] = []
-        let base = root.path.hasSuffix("/") ? root.path : root.path + "/"
-        for case let url as URL in enumerator {
-            if (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true {
-                if isVoxpipeOutput(url, outputDirectory: outputDirectory, fileManager: fileManager) {
-                    enumerator.skipDescendants()
-                    skipped.append(url.standardizedFileURL)
-                }
+        var unread: [Unread] = []
+        var folders: [(url: URL, relative: String)] = [(root, "")]
+        while let (folder, relative) = folders.popLast() {
+            let names: [String]
+            switch entries(of: folder.path) {
+            case .success(let found):
+                names = found
+            case .failure(let error):
+                let reason = systemReason(error.code)
+                if folder == root { throw VoxError(.noInput, "\(root.path): cannot list folder: \(reason)") }
+                unread.append(Unread(url: folder, reason: reason))
                 continue
             }
-            guard extensions.contains(url.pathExtension.lowercased()),
-                (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
-            else { continue }
-            let path = url.standardizedFileURL.path
-            let relative = path.hasPrefix(base) ? String(path.dropFirst(base.count)) : url.lastPathComponent
-            files.append((url.standardizedFileURL, relative))
+            for name in names.sorted().reversed() where !name.hasPrefix(".") {
+                let url = folder.appendingPathComponent(name)
+                let path = relative.isEmpty ? name : relative + "/" + name
+                guard stat(url.path, &info) == 0 else {
+                    unread.append(Unread(url: url, reason: systemReason(errno)))
+                    continue
+                }
+                switch info.st_mode & S_IFMT {
+                case S_IFDIR:
+                    let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                    if let first = searched[id] {
+                        let loop = url.path.hasPrefix(first + "/")
+                        unread.append(
+                            Unread(
+                                url: url,
+                                reason: loop
+                                    ? "symbolic link loop (leads back to \(first))" : "already searched as \(first)"))
+                        continue
+                    }
+                    searched[id] = url.path
+                    if isVoxpipeOutput(url, outputDirectory: outputDirectory, fileManager: fileManager) {
+                        skipped.append(url.standardizedFileURL)
+                        continue
+                    }
+                    folders.append((url, path))
+                case S_IFREG where extensions.contains(url.pathExtension.lowercased()):
+                    files.append((url.standardizedFileURL, path))
+                case let type where extensions.contains(url.pathExtension.lowercased()):
+                    // Named like audio, but a FIFO (reading it would wait for a writer) or a device.
+                    unread.append(Unread(url: url, reason: "not a regular file (\(fileTypeName(type) ?? "regular"))"))
+                default:
+                    continue
+                }
+            }
         }
         // `X.json` beside `X.<ext>` is X's sidecar, not an input of its own (where JSON is read).
         let stems = Set(
@@ -95,7 +151,38 @@ public enum InputListing {
         files.removeAll {
             $0.0.pathExtension.lowercased() == "json" && stems.contains($0.0.deletingPathExtension().path)
         }
-        return (files, skipped)
+        return (files, skipped, unread)
+    }
+
+    struct ListError: Error { var code: Int32 }
+
+    /// The names in a folder (not `.` and `..`), or the `errno` that says why it cannot be listed
+    /// (Foundation's error for a folder without permission carries no system reason).
+    static func entries(of path: String) -> Result<[String], ListError> {
+        guard let dir = opendir(path) else { return .failure(ListError(code: errno)) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return .success(names)
+    }
+
+    /// What a file of this type (`st_mode & S_IFMT`) is called in a message; nil for a regular file.
+    public static func fileTypeName(_ type: mode_t) -> String? {
+        switch type {
+        case S_IFREG: nil
+        case S_IFDIR: "folder"
+        case S_IFIFO: "FIFO"
+        case S_IFCHR: "character device"
+        case S_IFBLK: "block device"
+        case S_IFSOCK: "socket"
+        case S_IFLNK: "symbolic link"
+        default: "unknown type"
+        }
     }
 
     /// Output folder names: the relative path without extension; where two inputs would share

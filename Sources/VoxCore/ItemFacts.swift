@@ -23,6 +23,7 @@ public final class ItemFacts: @unchecked Sendable {
     private var _report: [String: JSONValue]?
     private var _sourceFormat: AudioFormat?
     private var _cutAt: Double?
+    private var _warnings: [ItemWarning] = []
 
     public init() {}
 
@@ -43,8 +44,38 @@ public final class ItemFacts: @unchecked Sendable {
         set { lock.withLock { _cutAt = newValue } }
     }
 
+    /// What stages noticed about the item without failing it, in the order noticed.
+    public var warnings: [ItemWarning] { lock.withLock { _warnings } }
+
+    /// Records a warning: the runner prints it, and it goes into the report and the manifest;
+    /// with `--strict` (or the spec's `"strict": true`) it fails the item.
+    public func warn(_ warning: ItemWarning) { lock.withLock { _warnings.append(warning) } }
+
     public var sourceFormat: AudioFormat? {
         get { lock.withLock { _sourceFormat } }
         set { lock.withLock { _sourceFormat = newValue } }
     }
+}
+
+/// Something a stage noticed about an item that did not fail it, as a truncated file: the stage,
+/// what it noticed and, for a truncated file, the frames its header promised and the frames it
+/// held. In a report line and a manifest: `{"stage", "kind", "message", "framesPromised",
+/// "framesFound"}`.
+public struct ItemWarning: Codable, Sendable, Equatable, CustomStringConvertible {
+    public var stage: String
+    public var kind: String
+    public var message: String
+    public var framesPromised: Int64?
+    public var framesFound: Int64?
+
+    public init(stage: String, kind: String, message: String, framesPromised: Int64? = nil, framesFound: Int64? = nil) {
+        self.stage = stage
+        self.kind = kind
+        self.message = message
+        self.framesPromised = framesPromised
+        self.framesFound = framesFound
+    }
+
+    /// `<stage id> (<kind>): <message>`, as a failure reads.
+    public var description: String { "\(stage) (\(kind)): \(message)" }
 }

@@ -47,12 +47,54 @@ public final class ItemOutputs: @unchecked Sendable {
             }
             pending.append((temp, final))
         }
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        } catch {
-            throw VoxError(.cannotCreate, "cannot create output folder \(folder.path): \(describe(error))")
-        }
+        try Self.createFolder(folder)
         return temp
+    }
+
+    /// Creates a folder and the folders above it. The error names the folder and keeps the
+    /// system's reason ("File exists" where a file is in the way, "Permission denied"); a full
+    /// or read-only disk is `outputFull`.
+    public static func createFolder(_ url: URL) throws {
+        // The missing folders, deepest first; then each is made from the top down.
+        var missing: [String] = []
+        var path = url.standardizedFileURL.path
+        while let code = makeFolder(path) {
+            let parent = (path as NSString).deletingLastPathComponent
+            guard code == ENOENT, parent != path, !parent.isEmpty else {
+                throw VoxError(.writing(errno: code), "cannot create folder \(path): \(systemReason(code))")
+            }
+            missing.append(path)
+            path = parent
+        }
+        for folder in missing.reversed() {
+            if let code = makeFolder(folder) {
+                throw VoxError(.writing(errno: code), "cannot create folder \(folder): \(systemReason(code))")
+            }
+        }
+    }
+
+    /// Makes one folder; nil when it is there now, else the `errno` (EEXIST: a file is in the way).
+    private static func makeFolder(_ path: String) -> Int32? {
+        if mkdir(path, 0o755) == 0 { return nil }
+        let code = errno
+        var info = stat()
+        if code == EEXIST && stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR { return nil }
+        return code
+    }
+
+    /// `url` as a user knows it: each temporary name in it (`.audio.wav.voxpipe-tmp-…`, or
+    /// `AtomicFile`'s) replaced by the name the file or folder gets when the item is committed.
+    public static func finalPath(of url: URL) -> String {
+        url.path.split(separator: "/", omittingEmptySubsequences: false).map { part -> Substring in
+            if part.hasPrefix("."), let marker = part.range(of: temporaryMarker) {
+                return part[part.index(after: part.startIndex)..<marker.lowerBound]
+            }
+            if part.hasPrefix(AtomicFile.prefix) {
+                // `.voxpipe-atomic-<pid>-<random>-<name>`
+                return part.dropFirst(AtomicFile.prefix.count).split(separator: "-", maxSplits: 2).last ?? part
+            }
+            return part
+        }.joined(separator: "/")
     }
 
     /// Describes a finished temporary file as the artifact it will become: its final path
@@ -122,11 +164,8 @@ public final class ItemOutputs: @unchecked Sendable {
                     try? FileManager.default.removeItem(at: final)
                     if rename(temp.path, final.path) == 0 { continue }
                 }
-                throw VoxError(
-                    .cannotCreate,
-                    "cannot move \(temp.lastPathComponent) into place as \(final.path): "
-                        + "\(String(cString: strerror(errno)))"
-                )
+                let code = errno
+                throw VoxError(.writing(errno: code), "cannot move \(final.path) into place: \(systemReason(code))")
             }
         }
         let fd = open(folder.path, O_RDONLY)

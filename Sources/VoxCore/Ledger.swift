@@ -27,6 +27,8 @@ public struct ItemManifest: Codable, Sendable, Equatable {
     /// When `voxpipe prune` removed the item's outputs (ISO 8601). A pruned item whose input and
     /// spec are unchanged is not redone: its outputs were removed on purpose.
     public var pruned: String?
+    /// What stages noticed without failing the item (a truncated file); absent when nothing.
+    public var warnings: [ItemWarning]? = nil
 }
 
 /// Decides, per item, whether a run must redo it, and records finished items.
@@ -122,7 +124,7 @@ public struct Ledger: Sendable {
     /// Writes the manifest last, atomically (temporary name, fsync, rename).
     public func record(
         _ item: InputFile, input: ItemManifest.FileRecord, artifacts: [Artifact], started: Date, seconds: Double,
-        audioSeconds: Double?
+        audioSeconds: Double?, warnings: [ItemWarning] = []
     ) throws {
         let records = artifacts.map { artifact in
             ItemManifest.FileRecord(
@@ -134,10 +136,33 @@ public struct Ledger: Sendable {
             key: key(inputSHA256: input.sha256), voxpipeVersion: version, spec: fingerprint, input: input,
             artifacts: records,
             started: iso.string(from: started), finished: iso.string(from: Date()), seconds: seconds,
-            audioSeconds: audioSeconds)
+            audioSeconds: audioSeconds, warnings: warnings.isEmpty ? nil : warnings)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         try AtomicFile.write(try encoder.encode(manifest), to: manifestURL(for: item))
+    }
+
+    /// Removes the files an earlier manifest of `item` lists that `current` does not, once the
+    /// new outputs are in place: a redo that writes fewer files leaves none of the old ones. Only
+    /// regular files inside the item's folder go (a listed path that leads elsewhere or is a link
+    /// stays), then the folders they leave empty.
+    public func removeOutputs(of earlier: ItemManifest, notIn current: [Artifact], item: InputFile) {
+        let keep = Set(current.map(\.path))
+        let folder = outputDirectory.appendingPathComponent(item.outputName, isDirectory: true)
+            .resolvingSymlinksInPath()
+        for record in earlier.artifacts where !keep.contains(record.path) {
+            // Resolved: a `..` or a linked folder on the way cannot lead out of the item's folder.
+            let url = outputDirectory.appendingPathComponent(record.path).deletingLastPathComponent()
+                .resolvingSymlinksInPath().appendingPathComponent((record.path as NSString).lastPathComponent)
+            var info = stat()
+            guard url.path.hasPrefix(folder.path + "/"), lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                unlink(url.path) == 0
+            else { continue }
+            var parent = url.deletingLastPathComponent()
+            while parent.path.hasPrefix(folder.path + "/"), rmdir(parent.path) == 0 {
+                parent = parent.deletingLastPathComponent()
+            }
+        }
     }
 
     /// Removes temporary files a killed run left in an item's folder; returns how many.
@@ -151,13 +176,13 @@ public struct Ledger: Sendable {
         return removed
     }
 
-    /// Size and modification time (ns, at µs precision) of a file, or nil.
+    /// Size and modification time (ns, at µs precision) of a regular file, or nil. A symbolic
+    /// link is followed: an input given as a link is what it points to.
     static func fileStat(_ url: URL) -> (bytes: Int64, modified: Int64)? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-            let size = (attributes[.size] as? NSNumber)?.int64Value,
-            let modified = attributes[.modificationDate] as? Date
-        else { return nil }
-        return (size, Int64((modified.timeIntervalSince1970 * 1_000_000).rounded()) * 1000)
+        var info = stat()
+        guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let seconds = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        return (Int64(info.st_size), Int64((seconds * 1_000_000).rounded()) * 1000)
     }
 }
 
@@ -168,43 +193,44 @@ public enum AtomicFile {
     static let prefix = ".voxpipe-atomic-"
 
     public static func write(_ data: Data, to url: URL) throws {
-        let folder = url.deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        } catch {
-            throw VoxError(.cannotCreate, "cannot create folder \(folder.path): \(describe(error))")
-        }
-        let temp = folder.appendingPathComponent(
+        try ItemOutputs.createFolder(url.deletingLastPathComponent())
+        let temp = url.deletingLastPathComponent().appendingPathComponent(
             "\(prefix)\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(url.lastPathComponent)")
         do {
             try writeFile(data, to: temp)
-            guard rename(temp.path, url.path) == 0 else {
-                throw VoxError(.cannotCreate, "cannot write \(url.path): \(String(cString: strerror(errno)))")
-            }
+            guard rename(temp.path, url.path) == 0 else { throw failure("cannot write", url, errno: errno) }
         } catch {
             unlink(temp.path)
             throw error
         }
     }
 
-    /// Writes `data` to a new file at `url` (replacing any), flushed to disk.
+    /// Writes `data` to a new file at `url` (replacing any), flushed to disk. Errors name the
+    /// file by its final name (`ItemOutputs.finalPath`) with the system's reason.
     public static func writeFile(_ data: Data, to url: URL) throws {
         let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw VoxError(.cannotCreate, "cannot create \(url.path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
+        guard fd >= 0 else { throw failure("cannot create", url, errno: errno) }
+        var closed = false
+        defer { if !closed { close(fd) } }
         try data.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 let n = Foundation.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw VoxError(.cannotCreate, "cannot write \(url.path): \(String(cString: strerror(errno)))")
+                    throw failure("cannot write", url, errno: errno)
                 }
                 offset += n
             }
         }
-        fsync(fd)
+        // A file system may report a full disk (or an I/O error) only when the data is flushed.
+        guard fsync(fd) == 0 || errno == EINVAL else { throw failure("cannot write", url, errno: errno) }
+        closed = true
+        guard close(fd) == 0 else { throw failure("cannot write", url, errno: errno) }
+    }
+
+    /// A failed create, write or rename of `url`, in its category (`VoxFailure.writing`).
+    static func failure(_ action: String, _ url: URL, errno code: Int32) -> VoxError {
+        VoxError(.writing(errno: code), "\(action) \(ItemOutputs.finalPath(of: url)): \(systemReason(code))")
     }
 }

@@ -27,6 +27,21 @@ public struct Plan: Sendable {
     public let referencedFiles: [URL]
     /// The spec as a value (canonical: no `$schema`, no `description`).
     public let spec: JSONValue
+    /// The spec's `"strict": true`: an item a stage warns about (a truncated file) fails.
+    public var strict = false
+
+    /// Whether any stage writes files (gives `Artifact`s, as every `write-*` kind does).
+    public var writesOutputs: Bool { nodes.contains { $0.kind.output == .artifact } }
+
+    /// Throws, as a spec error, when no stage writes anything: items would be done with no
+    /// outputs. A run that wants only reports says so (`voxpipe run --no-outputs`).
+    public func requireOutputs() throws {
+        guard !writesOutputs else { return }
+        throw VoxError(
+            .invalidSpec,
+            "stages: no stage writes outputs (none gives Artifact, as the write-* kinds do); add a writer, or pass "
+                + "--no-outputs to run it for its reports only")
+    }
 
     /// The extensions searched for in INPUT folders: what the first stage reads.
     public var inputExtensions: Set<String> {
@@ -48,8 +63,12 @@ public struct Plan: Sendable {
         var waiting = nodes.map(\.parents.count)
         var queue = nodes.filter(\.parents.isEmpty).map(\.index)
         var order: [Node] = []
-        while !queue.isEmpty {
-            let i = queue.removeFirst()
+        var head = 0
+        // A moving head, not `removeFirst()`: that shifts the whole queue, and planning must stay
+        // linear in the number of stages.
+        while head < queue.count {
+            let i = queue[head]
+            head += 1
             order.append(nodes[i])
             for c in nodes[i].children {
                 waiting[c] -= 1
@@ -81,13 +100,25 @@ public struct Plan: Sendable {
     /// How many seconds at the end of `node`'s output are all that any stage downstream needs;
     /// nil when something needs the whole stream.
     public func lookback(after index: Int) -> Double? {
+        lookback(after: index) { lookback(after: $0) }
+    }
+
+    /// `lookback(after:)` of every stage, found once, the stages nearest the outputs first (a
+    /// long chain of pass-through stages would otherwise be walked again for each).
+    public var lookbacks: [Double?] {
+        var found = [Double?](repeating: nil, count: nodes.count)
+        for node in topologicalOrder.reversed() { found[node.index] = lookback(after: node.index) { found[$0] } }
+        return found
+    }
+
+    private func lookback(after index: Int, children lookbackAfter: (Int) -> Double?) -> Double? {
         var needed = 0.0
         for child in nodes[index].children {
             switch nodes[child].kind.demand(nodes[child].configuration) {
             case .whole: return nil
             case .tail(let seconds): needed = max(needed, seconds)
             case .passThrough:
-                guard !nodes[child].children.isEmpty, let more = lookback(after: child) else { return nil }
+                guard !nodes[child].children.isEmpty, let more = lookbackAfter(child) else { return nil }
                 needed = max(needed, more)
             }
         }
@@ -128,7 +159,7 @@ public struct Plan: Sendable {
 /// JSON path: unknown kind or option, bad value, unknown or cyclic `from`, type mismatch, and a
 /// stream format a stage cannot take.
 public enum Planner {
-    static let topLevelKeys: Set = ["$schema", "name", "description", "stages"]
+    static let topLevelKeys: Set = ["$schema", "name", "description", "strict", "stages"]
     static let stageKeys: Set = ["id", "kind", "from"]
 
     /// Loads the spec file at `url`; errors start with the file's path.
@@ -178,10 +209,13 @@ public enum Planner {
             throw VoxError(.invalidSpec, "expected a JSON object with \"stages\", got \(json.typeDescription)")
         }
         for key in top.keys.sorted() where !topLevelKeys.contains(key) {
-            throw VoxError(.invalidSpec, "\(key): unknown top-level field (known: name, description, stages)")
+            throw VoxError(.invalidSpec, "\(key): unknown top-level field (known: name, description, strict, stages)")
         }
         if let name = top["name"], name.stringValue == nil {
             throw VoxError(.invalidSpec, "name: expected a string, got \(name.typeDescription)")
+        }
+        if let strict = top["strict"], strict.boolValue == nil {
+            throw VoxError(.invalidSpec, "strict: expected a boolean, got \(strict.typeDescription)")
         }
         guard let stagesValue = top["stages"] else {
             throw VoxError(.invalidSpec, "stages: missing; a spec needs at least one stage")
@@ -288,20 +322,7 @@ public enum Planner {
                 parents.append(i == 0 ? [] : [i - 1])
             }
         }
-        for i in parsed.indices {
-            // A path back to i through the stages it reads from is a cycle.
-            var stack: [[Int]] = parents[i].map { [i, $0] }
-            var visited = Set<Int>()
-            while let path = stack.popLast() {
-                let p = path[path.count - 1]
-                if p == i {
-                    let cycle = path.map { "'\(parsed[$0].id)'" }.joined(separator: " → ")
-                    throw VoxError(.invalidSpec, "stages[\(i)].from: cycle \(cycle) (each stage reads from the next)")
-                }
-                guard visited.insert(p).inserted else { continue }
-                stack.append(contentsOf: parents[p].map { path + [$0] })
-            }
-        }
+        try checkAcyclic(parents, ids: parsed.map(\.id))
 
         // 3. Types on every edge.
         var nodes: [Plan.Node] = []
@@ -337,15 +358,17 @@ public enum Planner {
         }
         for i in nodes.indices { for p in parents[i] { nodes[p].children.append(i) } }
 
-        // Item facts: each one a stage uses must be given by a stage it reads from, directly or not.
+        let partial = Plan(name: "", nodes: nodes, canonicalSpec: Data(), referencedFiles: [], spec: .null)
+        let order = partial.topologicalOrder.map(\.index)
+
+        // Item facts: each one a stage uses must be given by a stage it reads from, directly or
+        // not. What reaches each stage is gathered once, parents first.
+        var givenUpstream = [Set<ItemFact>](repeating: [], count: parsed.count)
+        for i in order {
+            for p in parents[i] { givenUpstream[i].formUnion(givenUpstream[p].union(parsed[p].kind.factsGiven)) }
+        }
         for (i, stage) in parsed.enumerated() where !stage.kind.factsUsed.isEmpty {
-            var upstream = Set<Int>()
-            var stack = parents[i]
-            while let p = stack.popLast() {
-                if upstream.insert(p).inserted { stack += parents[p] }
-            }
-            for fact in stage.kind.factsUsed
-            where !upstream.contains(where: { parsed[$0].kind.factsGiven.contains(fact) }) {
+            for fact in stage.kind.factsUsed where !givenUpstream[i].contains(fact) {
                 let givers = registry.kinds.filter { $0.factsGiven.contains(fact) }.map(\.kind).joined(separator: ", ")
                 throw VoxError(
                     .invalidSpec,
@@ -356,9 +379,7 @@ public enum Planner {
         }
 
         // 4. Stream formats, from the roots down; a stage reading several takes its first's format.
-        let partial = Plan(name: "", nodes: nodes, canonicalSpec: Data(), referencedFiles: [], spec: .null)
-        for node in partial.topologicalOrder {
-            let i = node.index
+        for i in order {
             let input = parents[i].first.map { nodes[$0].outputFormat } ?? .source
             nodes[i].inputFormat = input
             do {
@@ -374,10 +395,47 @@ public enum Planner {
         var canonical = top
         canonical.removeValue(forKey: "$schema")
         canonical.removeValue(forKey: "description")
-        return Plan(
+        var plan = Plan(
             name: top["name"]?.stringValue ?? defaultName, nodes: nodes,
             canonicalSpec: JSONValue.object(canonical).canonicalData(),
             referencedFiles: Array(Set(referenced)), spec: .object(canonical))
+        plan.strict = top["strict"]?.boolValue ?? false
+        return plan
+    }
+
+    /// Throws for the first cycle among the `from` edges (`parents`), found by one depth-first
+    /// walk over every stage: reaching a stage that is still on the walk closes a cycle.
+    static func checkAcyclic(_ parents: [[Int]], ids: [String]) throws {
+        enum Mark { case new, onWalk, done }
+        var marks = [Mark](repeating: .new, count: parents.count)
+        for start in parents.indices where marks[start] == .new {
+            // Each entry: a stage and how many of its parents the walk has taken.
+            var walk: [(stage: Int, taken: Int)] = [(start, 0)]
+            marks[start] = .onWalk
+            while let (stage, taken) = walk.last {
+                guard taken < parents[stage].count else {
+                    marks[stage] = .done
+                    walk.removeLast()
+                    continue
+                }
+                walk[walk.count - 1].taken += 1
+                let parent = parents[stage][taken]
+                switch marks[parent] {
+                case .new:
+                    marks[parent] = .onWalk
+                    walk.append((parent, 0))
+                case .onWalk:
+                    let from = walk.firstIndex { $0.stage == parent } ?? 0
+                    let cycle = (walk[from...].map(\.stage) + [parent]).map { "'\(ids[$0])'" }
+                    throw VoxError(
+                        .invalidSpec,
+                        "stages[\(parent)].from: cycle \(cycle.joined(separator: " → ")) (each stage reads from the "
+                            + "next)")
+                case .done:
+                    break
+                }
+            }
+        }
     }
 
     /// The paths that path options (in provider blocks too) name or default to.

@@ -17,11 +17,13 @@ public struct ReportLine: Codable, Sendable, Equatable {
     public var audioSeconds: Double?
     public var realTimeFactor: Double?
     public var artifacts: [Artifact]
+    /// What stages noticed without failing the item (a truncated file); absent when nothing.
+    public var warnings: [ItemWarning]?
 
     public init(
         path: String, input: String, output: String, status: ItemResult.Status, reason: String? = nil,
         error: StageFailure? = nil, seconds: Double = 0, audioSeconds: Double? = nil, realTimeFactor: Double? = nil,
-        artifacts: [Artifact] = []
+        artifacts: [Artifact] = [], warnings: [ItemWarning]? = nil
     ) {
         self.path = path
         self.input = input
@@ -33,6 +35,7 @@ public struct ReportLine: Codable, Sendable, Equatable {
         self.audioSeconds = audioSeconds
         self.realTimeFactor = realTimeFactor
         self.artifacts = artifacts
+        self.warnings = warnings
     }
 
     /// The line for an item's result: seconds to the millisecond, the real-time factor (to four
@@ -46,7 +49,15 @@ public struct ReportLine: Codable, Sendable, Equatable {
             reason: r.reason, error: r.failure,
             seconds: (r.seconds * 1000).rounded() / 1000,
             audioSeconds: r.audioSeconds.map { ($0 * 1000).rounded() / 1000 },
-            realTimeFactor: rtf, artifacts: r.artifacts)
+            realTimeFactor: rtf, artifacts: r.artifacts, warnings: r.warnings.isEmpty ? nil : r.warnings)
+    }
+
+    /// The line for an entry under an INPUT folder that was not read (a folder without permission,
+    /// a loop of links): skipped, with why; no output.
+    public init(unread: InputListing.Unread) {
+        self.init(
+            path: unread.url.lastPathComponent, input: unread.url.path, output: "", status: .skipped,
+            reason: "not read: \(unread.reason)")
     }
 
     /// Lines as the report file holds them: sorted keys, one JSON object a line.

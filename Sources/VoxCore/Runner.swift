@@ -24,10 +24,12 @@ public struct ItemResult: Sendable {
     public var seconds: Double
     /// Length of the input audio in seconds, when a decoder reported it.
     public var audioSeconds: Double?
+    /// What stages noticed without failing the item (a truncated file).
+    public var warnings: [ItemWarning]
 
     public init(
         item: InputFile, status: Status, failure: StageFailure? = nil, reason: String? = nil,
-        artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil
+        artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil, warnings: [ItemWarning] = []
     ) {
         self.item = item
         self.status = status
@@ -36,6 +38,7 @@ public struct ItemResult: Sendable {
         self.artifacts = artifacts
         self.seconds = seconds
         self.audioSeconds = audioSeconds
+        self.warnings = warnings
     }
 }
 
@@ -63,6 +66,8 @@ public struct RunOptions: Sendable {
     public var ledger: Ledger?
     /// Redo items the ledger says are done.
     public var force: Bool
+    /// Fail an item a stage warned about (a truncated file) instead of finishing it.
+    public var strict: Bool
 
     /// Whether an item runs or is skipped, and why: what `run` does and `--dry-run` prints.
     public func decision(for item: InputFile) -> Ledger.Decision {
@@ -70,11 +75,12 @@ public struct RunOptions: Sendable {
         return ledger?.decide(item) ?? .run(reason: "no ledger")
     }
 
-    public init(outputDirectory: URL, jobs: Int, ledger: Ledger? = nil, force: Bool = false) {
+    public init(outputDirectory: URL, jobs: Int, ledger: Ledger? = nil, force: Bool = false, strict: Bool = false) {
         self.outputDirectory = outputDirectory
         self.jobs = max(1, jobs)
         self.ledger = ledger
         self.force = force
+        self.strict = strict
     }
 }
 
@@ -92,11 +98,13 @@ public struct Runner: Sendable {
         _ plan: Plan, options: RunOptions, context: StageContext, prepareStages: Bool = true
     ) async throws -> Runner {
         var stages: [any StageRunner] = []
+        let lookbacks = plan.lookbacks
+        let provenance = plan.provenance
         for node in plan.nodes {
             do {
                 var nodeContext = context
-                nodeContext.lookback = plan.lookback(after: node.index)
-                nodeContext.provenance.stages = plan.provenance
+                nodeContext.lookback = lookbacks[node.index]
+                nodeContext.provenance.stages = provenance
                 let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
                 if prepareStages { try await stage.prepare() }
                 stages.append(stage)
@@ -117,14 +125,17 @@ public struct Runner: Sendable {
         return Runner(plan: plan, stages: stages, options: options, logger: context.logger)
     }
 
-    /// Runs every item and returns their results in input order.
+    /// Runs every item and returns their results in input order. Once an item fails because the
+    /// output takes nothing more (`VoxFailure.outputFull`), no other item starts: the results
+    /// then hold only the items that ran (`outputFull(in:)` finds why).
     public func run(_ items: [InputFile], observer: (any RunObserver)? = nil) async -> [ItemResult] {
         observer?.handle(.started(total: items.count))
         var perItem = [[ItemResult]?](repeating: nil, count: items.count)
         await withTaskGroup(of: (Int, [ItemResult]).self) { group in
             var next = 0
+            var full = false
             func startNext() {
-                guard next < items.count, !Task.isCancelled else { return }
+                guard next < items.count, !Task.isCancelled, !full else { return }
                 let index = next
                 next += 1
                 observer?.handle(.itemStarted(items[index]))
@@ -133,9 +144,12 @@ public struct Runner: Sendable {
             for _ in 0..<min(options.jobs, items.count) { startNext() }
             while let (index, itemResults) = await group.next() {
                 perItem[index] = itemResults
+                full = full || Self.outputFull(in: itemResults) != nil
                 startNext()
             }
         }
+        // An item that failed early may leave its input still being hashed in the background.
+        await options.ledger?.digests.prefetchesEnded()
         return perItem.compactMap { $0 }.flatMap { $0 }
     }
 
@@ -158,10 +172,19 @@ public struct Runner: Sendable {
         for part in parts {
             guard !Task.isCancelled else { break }
             let result = await process(part)
+            for warning in result.warnings {
+                let track = [part.track?.name, part.window?.name].compactMap { $0 }.map { "#" + $0 }.joined()
+                observer?.handle(.warning("\(part.url.path)\(track): \(warning)"))
+            }
             observer?.handle(.itemFinished(result))
             results.append(result)
         }
         return results
+    }
+
+    /// The first failure that left the output unable to take more (a full disk), if any.
+    public static func outputFull(in results: [ItemResult]) -> StageFailure? {
+        results.lazy.compactMap(\.failure).first { $0.category == .outputFull }
     }
 
     /// Why a skipped item was skipped.
@@ -178,7 +201,7 @@ public struct Runner: Sendable {
         // A killed run may have left temporary files here; none of them is ours.
         Ledger.removeTemporaries(in: outputs.folder)
         var reason = "--force"
-        var previousInput: ItemManifest.FileRecord?
+        var previous: ItemManifest?
         switch options.decision(for: item) {
         case .skip(let manifest):
             let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
@@ -189,10 +212,10 @@ public struct Runner: Sendable {
             reason = why
         }
         if let ledger = options.ledger {
-            previousInput = ledger.readManifest(for: item)?.input
+            previous = ledger.readManifest(for: item)
             // The ledger will need the input's hash unless the manifest still vouches for it.
             if let stat = Ledger.fileStat(item.url),
-                previousInput.map({ $0.bytes != stat.bytes || $0.modified != stat.modified }) ?? true
+                previous.map({ $0.input.bytes != stat.bytes || $0.input.modified != stat.modified }) ?? true
             {
                 ledger.digests.prefetch(item.url)
             }
@@ -209,22 +232,33 @@ public struct Runner: Sendable {
             let root = plan.nodes.first { $0.parents.isEmpty } ?? plan.nodes[0]
             try await drive(item, into: root.index, context: context, sink: collector)
             try Task.checkCancellation()
+            let warnings = context.facts.warnings
+            if options.strict, let first = warnings.first {
+                throw StageFailure(
+                    stageID: first.stage, kind: first.kind, reason: "\(first.message) (strict)", category: .badInput)
+            }
             // Hash the input before the outputs go into place: a file that changed under us is
             // then recorded as what was read, at worst.
-            let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previousInput) }
+            let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previous?.input) }
             try outputs.commit()
             if let ledger = options.ledger, let input {
                 try ledger.record(
                     item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(),
-                    audioSeconds: context.facts.audioSeconds)
+                    audioSeconds: context.facts.audioSeconds, warnings: warnings)
+                // Only now that the new manifest stands: what the old one listed and the new one
+                // does not (turn-0004… of a longer earlier run) goes.
+                if let previous { ledger.removeOutputs(of: previous, notIn: collector.artifacts, item: item) }
             }
             return ItemResult(
                 item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(),
-                audioSeconds: context.facts.audioSeconds)
+                audioSeconds: context.facts.audioSeconds, warnings: warnings)
         } catch {
             outputs.discard()
             var failure =
-                (error as? StageFailure) ?? StageFailure(stageID: "output", kind: "commit", reason: describe(error))
+                (error as? StageFailure)
+                ?? StageFailure(
+                    stageID: "output", kind: "commit", reason: describe(error),
+                    category: (error as? any CategorizedError)?.category)
             if Task.isCancelled { failure.reason = "interrupted" }
             return ItemResult(
                 item: item, status: .failed, failure: failure, seconds: elapsed(),
@@ -244,7 +278,8 @@ public struct Runner: Sendable {
     }
 
     /// Feeds `value` to stage `start` and runs it and its descendants, each in its own task, until
-    /// all have ended; a failure fails every stage after it.
+    /// all have ended. The first failure ends the item: the failed stage's inbox and outputs fail
+    /// and every other stage is cancelled, so no stage is left waiting on one that has died.
     func drive(_ value: any Payload, into start: Int, context: ItemContext, sink: any OutputSink) async throws {
         let active = plan.descendants(of: start)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -264,6 +299,9 @@ public struct Runner: Sendable {
                         for try await _ in inbox {}
                     } catch {
                         let failure = Self.failure(error, node: node)
+                        // A stage that has ended reads nothing more: a producer waiting to send
+                        // to it is released (and its later sends return at once).
+                        inbox.fail(failure)
                         for channel in downstream { channel.fail(failure) }
                         throw failure
                     }
@@ -273,7 +311,10 @@ public struct Runner: Sendable {
                 await inboxes[start].send(value)
                 inboxes[start].finish()
             }
-            try await group.waitForAll()
+            // Not `waitForAll()`: it waits for every task before it throws, and a stage upstream
+            // of a dead writer may be blocked in a send. Throwing out of the group on the first
+            // failure cancels the others (a channel send or receive returns on cancellation).
+            for try await _ in group {}
         }
     }
 
@@ -282,7 +323,9 @@ public struct Runner: Sendable {
         if error is CancellationError {
             return StageFailure(stageID: node.id, kind: node.kind.kind, reason: "cancelled")
         }
-        return StageFailure(stageID: node.id, kind: node.kind.kind, reason: describe(error))
+        return StageFailure(
+            stageID: node.id, kind: node.kind.kind, reason: describe(error),
+            category: (error as? any CategorizedError)?.category)
     }
 }
 

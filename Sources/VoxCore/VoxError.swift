@@ -17,6 +17,9 @@ public enum VoxFailure: Sendable, Equatable, FailureCode {
     case unavailable
     /// An output file or folder cannot be created or written (exit 73, EX_CANTCREAT).
     case cannotCreate
+    /// The output's file system takes nothing more (full, over quota, read-only): the item fails
+    /// and the run starts no other item (exit 73).
+    case outputFull
     /// Another run holds the output folder's lock (exit 75).
     case locked
     /// One input item is bad: reported, counted, and the batch goes on.
@@ -35,12 +38,34 @@ extension VoxFailure {
         case .invalidSpec: 65
         case .noInput: 66
         case .unavailable: 69
-        case .cannotCreate: 73
+        case .cannotCreate, .outputFull: 73
         case .locked: 75
         case .badInput: 1
         case .internal: 70
         }
     }
+}
+
+extension VoxFailure {
+    /// The category of a failed create, write or rename of an output, from its `errno`: the
+    /// output is full for ENOSPC, EDQUOT and EROFS (no other file would fare better), else the
+    /// one file cannot be created.
+    public static func writing(errno code: Int32) -> VoxFailure {
+        code == ENOSPC || code == EDQUOT || code == EROFS ? .outputFull : .cannotCreate
+    }
+}
+
+/// The system's text for an `errno` value ("No space left on device").
+public func systemReason(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+/// The `errno` behind a Foundation file error (`FileHandle`, `Data.write`), where it says.
+public func posixCode(of error: any Error) -> Int32? {
+    let ns = error as NSError
+    if ns.domain == NSPOSIXErrorDomain { return Int32(ns.code) }
+    if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+        return Int32(underlying.code)
+    }
+    return ns.domain == NSCocoaErrorDomain && ns.code == NSFileWriteOutOfSpaceError ? ENOSPC : nil
 }
 
 /// A module's failure code (`DecodeFailure`, `HTTPFailure`, …): which category, and so which exit
@@ -107,14 +132,23 @@ public struct StageFailure: Error, CustomStringConvertible, Sendable, Equatable,
     public var stageID: String
     public var kind: String
     public var reason: String
+    /// The category of the error behind it, when it had one (`.outputFull` ends the run). Not
+    /// part of a report line.
+    public var category: VoxFailure?
 
-    public init(stageID: String, kind: String, reason: String) {
+    public init(stageID: String, kind: String, reason: String, category: VoxFailure? = nil) {
         self.stageID = stageID
         self.kind = kind
         self.reason = reason
+        self.category = category
     }
 
     public var description: String { "\(stageID) (\(kind)): \(reason)" }
+
+    /// Equal when a report line would be: the category is not written.
+    public static func == (a: StageFailure, b: StageFailure) -> Bool {
+        (a.stageID, a.kind, a.reason) == (b.stageID, b.kind, b.reason)
+    }
 
     enum CodingKeys: String, CodingKey {
         case stageID = "stage"

@@ -214,6 +214,7 @@ public struct DecodeStage: Stage {
 
     /// The file's channel count and length in seconds (when its header says), without decoding.
     static func probe(_ url: URL, ffmpegFallback: Bool) throws -> (channels: Int, seconds: Double?) {
+        try checkReadable(url)
         if let reader = try? SndFileReader(url: url) {
             return (
                 reader.format.channels,
@@ -257,9 +258,7 @@ public struct DecodeStage: Stage {
     static let seekMargin = 2.0
 
     func decode(_ file: InputFile, into output: Outbox<AudioBlock>, facts: ItemFacts) async throws {
-        let size = (try? FileManager.default.attributesOfItem(atPath: file.url.path)[.size] as? NSNumber)?.int64Value
-        guard let size else { throw DecodeError(.unreadable, "cannot read file") }
-        guard size > 0 else { throw DecodeError(.unreadable, "empty file (0 bytes)") }
+        try Self.checkReadable(file.url)
 
         let source = try open(file.url)
         if source.format.channels < 1, let why = FileSniffer.diagnose(file.url) { throw DecodeError(.unreadable, why) }
@@ -324,12 +323,43 @@ public struct DecodeStage: Stage {
         if source.frames == nil || file.window != nil || cut {
             facts.audioSeconds = Double(offset - firstFrame) / Double(rate)
         }
+        // Read to the end: fewer frames than the header promised is a truncated file (sox says
+        // "Premature EOF"). The item goes on with what there is, and says so.
+        if let promised = source.promisedFrames, endFrame == nil, file.window == nil, offset < promised {
+            facts.audioSeconds = Double(offset) / Double(rate)
+            facts.warn(
+                ItemWarning(
+                    stage: id, kind: Self.kind,
+                    message: "truncated: the header promises \(promised) frames, the file holds \(offset) "
+                        + "(\(String(format: "%.1f", Double(offset) / Double(promised) * 100)) %)",
+                    framesPromised: promised, framesFound: offset))
+        }
         if let endFrame, file.window == nil, cut || offset >= endFrame {
             let seconds = Double(endFrame) / Double(rate)
             facts.cutAt = seconds
             logger.warning(
                 "\(file.displayName): decode: the session runs past its maxDurationMinutes; cut at \(Int(seconds)) s",
                 metadata: ["stage.id": .string(id)])
+        }
+    }
+
+    /// Throws why `url` is no file to decode: a missing file, a loop of symbolic links, or no
+    /// regular file (a FIFO would block the reader forever; a folder or device is no audio); an
+    /// empty file. A file that says 0 bytes but reads (in /proc) goes on to the sniffer.
+    static func checkReadable(_ url: URL) throws {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            throw DecodeError(.unreadable, "cannot read file: \(systemReason(errno))")
+        }
+        if let type = InputListing.fileTypeName(info.st_mode & S_IFMT) {
+            throw DecodeError(.unreadable, "not a regular file (\(type))")
+        }
+        if info.st_size == 0 {
+            let handle = try? FileHandle(forReadingFrom: url)
+            defer { try? handle?.close() }
+            if (try? handle?.read(upToCount: 1))??.isEmpty ?? true {
+                throw DecodeError(.unreadable, "empty file (0 bytes)")
+            }
         }
     }
 
@@ -349,6 +379,9 @@ public struct DecodeStage: Stage {
     struct Source {
         var format: AudioFormat
         var frames: Int64?
+        /// What the file's header promises, where it can be told from what it holds (libsndfile
+        /// reports what a truncated WAV holds, and what a truncated FLAC or MP3 promised).
+        var promisedFrames: Int64?
         var read: (Int) throws -> [Float]
         /// Seeks to a frame; nil where seeks are not exact.
         var seek: ((Int64) -> Bool)?
@@ -358,8 +391,10 @@ public struct DecodeStage: Stage {
         do {
             let reader = try SndFileReader(url: url)
             return Source(
-                format: reader.format, frames: reader.frames, read: { try reader.read(maxFrames: $0) },
-                seek: reader.seeksExactly ? { reader.seek(toFrame: $0) } : nil)
+                format: reader.format, frames: reader.frames,
+                promisedFrames: max(reader.frames, WAVHeader.promisedFrames(url) ?? 0),
+                read: { try reader.read(maxFrames: $0) }, seek: reader.seeksExactly ? { reader.seek(toFrame: $0) } : nil
+            )
         } catch let error as SndFileOpenError {
             // libsndfile's open errors do not reliably separate "unknown format" from "corrupt"
             // (a text file named .mp3 is "not a regular file"), so ffmpeg gets every file it refused.

@@ -37,7 +37,8 @@ final class SoxrEngine: RateConverter {
 
     deinit { soxr_delete(soxr) }
 
-    func process(_ input: [Float]) throws -> [Float] {
+    func process(_ samples: [Float]) throws -> [Float] {
+        let input = finiteSamples(samples)
         let inFrames = input.count / channels
         guard inFrames > 0 else { return [] }
         var output: [Float] = []
@@ -102,7 +103,7 @@ final class SampleRateEngine: RateConverter {
 
     deinit { src_delete(state) }
 
-    func process(_ input: [Float]) throws -> [Float] { try run(input, endOfInput: false) }
+    func process(_ input: [Float]) throws -> [Float] { try run(finiteSamples(input), endOfInput: false) }
 
     func flush() throws -> [Float] { try run([], endOfInput: true) }
 
@@ -165,4 +166,14 @@ extension ResampleStage.Quality {
         default: Int32(SRC_SINC_MEDIUM_QUALITY)
         }
     }
+}
+
+/// The samples a resampling filter may take: NaN becomes 0 (silence) and ±infinity ±1 (full
+/// scale, as an integer file would clip it); other values are kept. One NaN in a filter's
+/// window makes every output sample it reaches NaN, and an infinity makes them infinite — a
+/// burst of hundreds of full-scale samples once written — where a clipped sample only rings
+/// for a few.
+func finiteSamples(_ samples: [Float]) -> [Float] {
+    guard samples.contains(where: { !$0.isFinite }) else { return samples }
+    return samples.map { $0.isNaN ? 0 : $0.isInfinite ? ($0 > 0 ? 1 : -1) : $0 }
 }

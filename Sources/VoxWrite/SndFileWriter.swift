@@ -21,8 +21,7 @@ final class SndFileWriter {
             throw WriteError(.unsupported, "libsndfile cannot write \(name)\(detail) at \(format)")
         }
         guard let handle = sf_open(url.path, Int32(SFM_WRITE), &info) else {
-            throw WriteError(
-                .cannotCreate, "cannot create \(url.lastPathComponent): \(String(cString: sf_strerror(nil)))")
+            throw Self.failure("cannot create", url, handle: nil, errno: errno, else: .cannotCreate)
         }
         self.handle = handle
         self.url = url
@@ -57,19 +56,36 @@ final class SndFileWriter {
         guard frames > 0 else { return }
         let written = samples.withUnsafeBufferPointer { sf_writef_float(handle, $0.baseAddress, sf_count_t(frames)) }
         guard written == frames else {
-            throw WriteError(
-                .writeFailed, "writing \(url.lastPathComponent) failed: \(String(cString: sf_strerror(handle)))")
+            throw Self.failure("cannot write", url, handle: handle, errno: errno, else: .writeFailed)
         }
     }
 
+    /// Writes the header's final sizes and closes the file.
     func close() throws {
         guard let handle else { return }
         self.handle = nil
         let status = sf_close(handle)
         guard status == 0 else {
             throw WriteError(
-                .writeFailed, "closing \(url.lastPathComponent) failed: \(String(cString: sf_error_number(status)))")
+                .writeFailed,
+                "cannot write \(ItemOutputs.finalPath(of: url)): \(String(cString: sf_error_number(status)))")
         }
+    }
+
+    /// A libsndfile failure on `url`: the system's reason when the library says it was a system
+    /// error, or when the system says the disk is full (an encoder such as FLAC's reports its
+    /// own failure over the system's), else the library's text. `code` is `errno` read right
+    /// after the failed call.
+    static func failure(
+        _ action: String, _ url: URL, handle: OpaquePointer?, errno code: Int32, else other: WriteFailure
+    ) -> WriteError {
+        let name = ItemOutputs.finalPath(of: url)
+        let library = String(cString: sf_strerror(handle))
+        let full = VoxFailure.writing(errno: code) == .outputFull
+        if sf_error(handle) == Int32(SF_ERR_SYSTEM) && code != 0 || full {
+            return WriteError(full ? .outputFull : other, "\(action) \(name): \(systemReason(code))")
+        }
+        return WriteError(other, "\(action) \(name): \(library)")
     }
 }
 

@@ -5,10 +5,13 @@ public typealias WriteError = ModuleError<WriteFailure>
 
 public enum WriteFailure: FailureCode {
     case cannotCreate, writeFailed, unsupported
+    /// The output's file system takes nothing more (full, over quota, read-only).
+    case outputFull
 
     public var category: VoxFailure {
         switch self {
         case .cannotCreate, .writeFailed: .cannotCreate
+        case .outputFull: .outputFull
         case .unsupported: .badInput
         }
     }

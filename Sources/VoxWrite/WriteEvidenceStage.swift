@@ -113,7 +113,7 @@ public struct WriteEvidenceStage: Stage {
 
     func build(bag: URL, window: AudioChunk, transcripts: [Transcript], item: ItemContext) throws {
         let layout = EvidenceBag(root: bag)
-        try FileManager.default.createDirectory(at: layout.data, withIntermediateDirectories: true)
+        try ItemOutputs.createFolder(layout.data)
         let evidence = layout.evidence
         let writer = try SndFileWriter(url: evidence, format: window.format, encoding: .pcm16)
         try writer.write(window.samples)
@@ -130,7 +130,9 @@ public struct WriteEvidenceStage: Stage {
                 (sourceSHA, sourceBytes) = (copy.sha256, copy.bytes)
                 digests.remember(source.url, .sha256, hex: copy.sha256)
             } catch {
-                throw WriteError(.writeFailed, "cannot copy the upload into the bag: \(describe(error))")
+                let full = (error as? any CategorizedError)?.category == .outputFull
+                throw WriteError(
+                    full ? .outputFull : .writeFailed, "cannot copy the upload into the bag: \(describe(error))")
             }
         }
         if !transcripts.isEmpty {

@@ -65,7 +65,7 @@ public struct WriteMessageChunksStage: Stage {
             }
             if folder == nil {
                 folder = try item.outputs.reserve(name: id)
-                if let folder { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+                if let folder { try ItemOutputs.createFolder(folder) }
             }
             guard let folder else { continue }
             let prefix = item.item.outputName + "/"

@@ -61,7 +61,7 @@ public struct WriteRecordsStage: Stage {
             }
         }
         let folder = try item.outputs.reserve(name: id)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try ItemOutputs.createFolder(folder)
         for (name, list) in records.map({ ("\($0.key).json", $0.value) }) + [("rejected.json", rejected)] {
             try AtomicFile.writeFile(
                 secrets.redact(JSONValue.array(list).prettyData() + Data("\n".utf8)),

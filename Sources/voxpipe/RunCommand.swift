@@ -31,6 +31,9 @@ struct RunCommand: AsyncParsableCommand {
             "The shard count, with JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX (or set VOXPIPE_SHARD_COUNT).",
             valueName: "N")) var shardCount: Int?
     @Flag(help: "Redo items already done.") var force = false
+    @Flag(help: "Fail an item a stage warns about (a truncated file); the spec's \"strict\": true does too.")
+    var strict = false
+    @Flag(help: "Run a spec that writes nothing (no write-* stage), for its reports only.") var noOutputs = false
     @Flag(help: "List every item, whether it would run or be skipped and why, and its outputs; write nothing.")
     var dryRun = false
     @Option(
@@ -80,7 +83,7 @@ struct RunCommand: AsyncParsableCommand {
         let signals = SignalHandler()
         signals.install()
         do {
-            let plan = try loadPlan(spec)
+            let plan = try loadPlan(spec, requireOutputs: !noOutputs)
             let suite = try check.map { try Suite.load(URL(fileURLWithPath: $0)) }
             guard !inputs.isEmpty else {
                 throw VoxError(.noInput, "no INPUT given: name audio files or folders after the spec")
@@ -95,6 +98,7 @@ struct RunCommand: AsyncParsableCommand {
                         + "voxpipe outputs, not input"
                 )
             }
+            for entry in listing.unread { printError("warning: not read: \(entry.url.path): \(entry.reason)") }
             let all = listing.items
             guard !all.isEmpty else {
                 let what =
@@ -116,7 +120,7 @@ struct RunCommand: AsyncParsableCommand {
                 version: voxpipeVersion, digests: digests)
             let options = RunOptions(
                 outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger,
-                force: force)
+                force: force, strict: strict || plan.strict)
             var context = makeContext(plan: plan, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
             if let httpRecord { context.recording = .record(URL(fileURLWithPath: httpRecord).standardizedFileURL) }
             if let httpReplay {
@@ -160,10 +164,17 @@ struct RunCommand: AsyncParsableCommand {
             try writeReports(
                 RunReports(
                     planName: plan.name, results: results, wallSeconds: wall, outputDirectory: outputURL,
-                    interruptedBy: interrupted),
+                    interruptedBy: interrupted, unread: listing.unread),
                 checking: suite != nil)
             withExtendedLifetime(lock) {}
             if let interrupted { throw ExitCode(128 + interrupted) }
+            if let full = Runner.outputFull(in: results) {
+                let started = Set(results.map(\.item.url)).count
+                throw VoxError(
+                    .outputFull,
+                    "\(output): nothing more can be written (\(full.reason)); \(items.count - started) items not "
+                        + "started; free space and rerun")
+            }
             if let suite {
                 let items = results.map { r in
                     CheckedItem(

@@ -10,12 +10,16 @@ struct RunReports {
     let outputDirectory: URL
     /// Set when a signal ended the run early.
     let interruptedBy: Int32?
+    /// Entries under INPUT folders that were not read: report lines of their own.
+    var unread: [InputListing.Unread] = []
 
     func count(_ status: ItemResult.Status) -> Int { results.filter { $0.status == status }.count }
 
     // MARK: JSON lines
 
-    func jsonLines() -> Data { ReportLine.jsonLines(results.map(ReportLine.init)) }
+    func jsonLines() -> Data {
+        ReportLine.jsonLines(results.map(ReportLine.init) + unread.map(ReportLine.init(unread:)))
+    }
 
     // MARK: Prometheus
 

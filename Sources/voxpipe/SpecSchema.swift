@@ -38,6 +38,10 @@ enum SpecSchema {
                 "$schema": ["type": "string"],
                 "name": ["type": "string", "description": "The job's name; defaults to the spec file's name."],
                 "description": ["type": "string"],
+                "strict": [
+                    "type": "boolean", "default": false,
+                    "description": "Fail an item a stage warns about (a truncated file) instead of finishing it.",
+                ],
                 "stages": [
                     "type": "array",
                     "minItems": 1,

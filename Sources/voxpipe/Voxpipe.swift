@@ -45,8 +45,16 @@ func bootstrapLogging(verbose: Bool) {
     LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, level: level) }
 }
 
-func loadPlan(_ path: String) throws -> Plan {
-    try Planner.load(specAt: URL(fileURLWithPath: path), registry: makeRegistry())
+/// Loads and checks a spec; with `requireOutputs`, a spec with no writer is an error too.
+func loadPlan(_ path: String, requireOutputs: Bool = false) throws -> Plan {
+    let url = URL(fileURLWithPath: path)
+    let plan = try Planner.load(specAt: url, registry: makeRegistry())
+    do {
+        if requireOutputs { try plan.requireOutputs() }
+    } catch let error as VoxError {
+        throw VoxError(error.code, "\(url.path): \(error.message)")
+    }
+    return plan
 }
 
 struct ValidateCommand: ParsableCommand {
@@ -56,10 +64,12 @@ struct ValidateCommand: ParsableCommand {
     )
 
     @Argument(help: "The job spec (JSON).") var spec: String
+    @Flag(help: "Accept a spec that writes nothing (no write-* stage), as `run --no-outputs` does.")
+    var noOutputs = false
 
     func run() throws {
         do {
-            let plan = try loadPlan(spec)
+            let plan = try loadPlan(spec, requireOutputs: !noOutputs)
             print(plan.describe())
         } catch {
             throw fail(error)

@@ -158,7 +158,7 @@ import VoxTestSupport
         let dir = temporaryDirectory()
         let source = try file(Data("abc".utf8), in: dir, name: "source")
         let target = dir.appendingPathComponent("no/such/copy")
-        #expect(throws: VoxError(.cannotCreate, "cannot create \(target.path)")) {
+        #expect(throws: VoxError(.cannotCreate, "cannot create \(target.path): No such file or directory")) {
             try DigestCache().copy(source, to: target)
         }
     }

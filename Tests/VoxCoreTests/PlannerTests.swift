@@ -30,7 +30,7 @@ import VoxTestSupport
         #expect(
             planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"bogus"}]}"#)
                 == #"stages[1].kind: unknown kind "bogus" (stage 'b'; known: tone, gain, chunker, sum-writer, "#
-                + #"takes-transcript, reporting-source, report-writer)"#
+                + #"takes-transcript, reporting-source, report-writer, dead-writer)"#
         )
     }
 
@@ -121,7 +121,7 @@ import VoxTestSupport
         #expect(planError(#"{"name":"x"}"#) == "stages: missing; a spec needs at least one stage")
         #expect(
             planError(#"{"stages":[],"extra":1}"#)
-                == "extra: unknown top-level field (known: name, description, stages)")
+                == "extra: unknown top-level field (known: name, description, strict, stages)")
     }
 
     @Test func canonicalSpecIgnoresKeyOrderAndSchema() throws {
@@ -130,5 +130,30 @@ import VoxTestSupport
         #expect(a.canonicalSpec == b.canonicalSpec)
         let c = try plan(#"{"stages":[{"blocks":3,"kind":"tone","id":"a"}]}"#)
         #expect(a.canonicalSpec != c.canonicalSpec)
+    }
+
+    // Planning is near-linear in the stages (issue 27, item 6): a 20,000-stage chain took minutes
+    // when each stage's cycle check walked (and copied) the whole chain above it. The time limit
+    // is a watchdog some thirty times what the plan takes in a debug build, not a measurement.
+    @Test(.timeLimit(.minutes(1)))
+    func aTwentyThousandStageChainPlansWithEveryFactAndLookback() throws {
+        let count = 20_000
+        var stages = [#"{"id":"src","kind":"reporting-source"}"#]
+        stages += (1..<count - 1).map { #"{"id":"g\#($0)","kind":"gain"}"# }
+        stages.append(#"{"id":"r","kind":"report-writer"}"#)
+        let p = try plan(#"{"stages":["# + stages.joined(separator: ",") + "]}")
+        #expect(p.nodes.count == count)
+        #expect(p.topologicalOrder.map(\.index) == Array(0..<count))
+        #expect(p.lookbacks.allSatisfy { $0 == nil })
+    }
+
+    @Test func aCycleDeepInALongChainIsNamedFromWhereTheWalkMetIt() {
+        var stages = [#"{"id":"src","kind":"tone"}"#]
+        stages += (1...50).map { #"{"id":"g\#($0)","kind":"gain"}"# }
+        stages.append(#"{"id":"x","kind":"gain","from":"y"}"#)
+        stages.append(#"{"id":"y","kind":"gain","from":"x"}"#)
+        #expect(
+            planError(#"{"stages":["# + stages.joined(separator: ",") + "]}")
+                == "stages[51].from: cycle 'x' → 'y' → 'x' (each stage reads from the next)")
     }
 }

@@ -125,6 +125,71 @@ import VoxTestSupport
         #expect(results.allSatisfy { $0.status == .done })
     }
 
+    // A writer that dies mid-stream must not leave the stages feeding it blocked in a send: the
+    // item fails at once with the writer's reason and the run goes on. Before the fix the run
+    // never ended. The time limit is only a watchdog, ample so that a busy test process (whose
+    // threads the command-line tests hold while their runs go) never trips it; these take
+    // well under a second.
+    @Test(.timeLimit(.minutes(10)), arguments: [0, 3])
+    func aWriterThatDiesLeavesNoStageWaitingAndTheRunEnds(after: Int) async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":200},{"id":"g","kind":"gain"},"#
+                + #"{"id":"w","kind":"dead-writer","after":\#(after)}]}"#,
+            output: out, jobs: 2)
+        let results = await r.run(items(["a.wav", "b.wav", "c.wav"]))
+        #expect(results.map(\.status) == [.failed, .failed, .failed])
+        #expect(results[0].failure?.description == "w (dead-writer): writing w.txt failed: No space left on device")
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: out.path).isEmpty)
+    }
+
+    @Test(.timeLimit(.minutes(10)))
+    func aDeadWriterBesideALiveOneFailsTheItemWithoutWaiting() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":200},{"id":"ok","kind":"sum-writer","from":"src"},"#
+                + #"{"id":"w","kind":"dead-writer","from":"src","after":1}]}"#,
+            output: out)
+        let results = await r.run(items(["a.wav"]))
+        #expect(results.map(\.status) == [.failed])
+        #expect(results[0].failure?.stageID == "w")
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: out.path).isEmpty)
+    }
+
+    @Test func anOutputThatTakesNothingMoreFailsTheItemAndStartsNoOther() async throws {
+        let out = temporaryDirectory()
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","blocks":20},{"id":"w","kind":"dead-writer","full":true}]}"#,
+            output: out, jobs: 1)
+        let results = await r.run(items(["a.wav", "b.wav", "c.wav"]))
+        #expect(results.map(\.item.relativePath) == ["a.wav"])
+        #expect(Runner.outputFull(in: results)?.stageID == "w")
+        #expect(exitCode(for: VoxError(.outputFull, "full")) == 73)
+    }
+
+    @Test func anOutputsTemporaryNameIsShownAsTheNameItWillHave() {
+        #expect(
+            ItemOutputs.finalPath(of: URL(fileURLWithPath: "/o/a/.audio.wav.voxpipe-tmp-12-345")) == "/o/a/audio.wav")
+        #expect(
+            ItemOutputs.finalPath(of: URL(fileURLWithPath: "/o/a/.bag.voxpipe-tmp-1-2/data/x.wav"))
+                == "/o/a/bag/data/x.wav")
+        #expect(
+            ItemOutputs.finalPath(of: URL(fileURLWithPath: "/o/a/.voxpipe-atomic-12-345-voxpipe.manifest.json"))
+                == "/o/a/voxpipe.manifest.json")
+        #expect(ItemOutputs.finalPath(of: URL(fileURLWithPath: "/o/a/plain.txt")) == "/o/a/plain.txt")
+    }
+
+    @Test func aFolderThatAFileStandsInTheWayOfIsNamedWithTheSystemsReason() throws {
+        let dir = temporaryDirectory()
+        try Data("x".utf8).write(to: dir.appendingPathComponent("a"))
+        #expect(throws: VoxError(.cannotCreate, "cannot create folder \(dir.path)/a/b/c: Not a directory")) {
+            try ItemOutputs.createFolder(dir.appendingPathComponent("a/b/c"))
+        }
+        try ItemOutputs.createFolder(dir.appendingPathComponent("x/y/z"))
+        try ItemOutputs.createFolder(dir.appendingPathComponent("x/y/z"))
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("x/y/z").path))
+    }
+
     @Test func anEmptyStreamStillReachesTheWriter() async throws {
         let out = temporaryDirectory()
         let r = try await runner(

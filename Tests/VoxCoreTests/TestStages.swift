@@ -89,6 +89,8 @@ struct Gain: Stage {
         if input.sampleRate == nil { return input }
         throw PlanError("gain takes only source-rate audio")
     }
+    /// As a resampler: it needs what the stages after it need.
+    static func demand(_ configuration: Configuration) -> StreamDemand { .passThrough }
     let configuration: Configuration
     init(id: String, configuration: Configuration, context: StageContext) { self.configuration = configuration }
     func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
@@ -164,6 +166,41 @@ struct SumWriter: Stage {
     }
 }
 
+/// A writer whose output device is gone: it throws on the first value it takes (an ENOSPC-like
+/// `cannotCreate`), with `after` values taken first, and never reads the rest.
+struct DeadWriter: Stage {
+    typealias Input = SumWriter.Input
+    typealias Output = Artifact
+    typealias Configuration = (after: Int, full: Bool)
+    static let kind = "dead-writer"
+    static let summary = "test writer that fails"
+    static let options = [
+        OptionSpec("after", .integer(0...1000), default: 0, help: "values taken before failing"),
+        OptionSpec("full", .boolean, default: false, help: "fail as a full disk (outputFull), not one file"),
+    ]
+    static func configure(_ options: StageOptions) throws -> Configuration {
+        (options.int("after") ?? 0, options.bool("full") ?? false)
+    }
+    let id: String
+    let configuration: Configuration
+    init(id: String, configuration: Configuration, context: StageContext) {
+        self.id = id
+        self.configuration = configuration
+    }
+    func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        var taken = 0
+        for try await _ in input {
+            if taken == configuration.after {
+                _ = try item.outputs.reserve(stageID: id, ext: "txt")
+                throw VoxError(
+                    configuration.full ? .outputFull : .cannotCreate,
+                    "writing \(id).txt failed: No space left on device")
+            }
+            taken += 1
+        }
+    }
+}
+
 struct TranscriptTaker: Stage {
     typealias Input = Transcript
     typealias Output = Artifact
@@ -218,7 +255,7 @@ struct ReportWriter: Stage {
 let testRegistry = StageRegistry([
     StageKind(ToneSource.self), StageKind(Gain.self), StageKind(Chunker.self), StageKind(SumWriter.self),
     StageKind(TranscriptTaker.self),
-    StageKind(ReportingSource.self), StageKind(ReportWriter.self),
+    StageKind(ReportingSource.self), StageKind(ReportWriter.self), StageKind(DeadWriter.self),
 ])
 
 func plan(_ json: String) throws -> Plan {

@@ -29,6 +29,25 @@ import VoxTestSupport
         #expect(snr >= 60, "difference only \(snr) dB below the signal")
     }
 
+    // Ten NaN samples in silence became a 544-sample full-scale burst at 16 kHz (sox: 4): NaN is
+    // silence before the filter, an infinity full scale, so the output stays finite and quiet.
+    @Test(arguments: [("libsoxr", "soxr"), ("libsamplerate", "libsamplerate")])
+    func nonFiniteSamplesBecomeSilenceOrFullScaleBeforeTheFilter(_ engine: (String, String)) async throws {
+        let format = AudioFormat(sampleRate: 44100, channels: 1)
+        var nan = [Float](repeating: 0, count: 44100)
+        for i in 22050..<22060 { nan[i] = .nan }
+        let quiet = try await resample(nan, format: format, options: ["rate": 16000, "engine": .string(engine.1)])
+            .flatMap(\.samples)
+        #expect(quiet.count >= 15999 && quiet.allSatisfy { $0 == 0 }, "\(engine.0)")
+
+        var inf = [Float](repeating: 0, count: 44100)
+        for i in 22050..<22060 { inf[i] = i % 2 == 0 ? .infinity : -.infinity }
+        let clipped = try await resample(inf, format: format, options: ["rate": 16000, "engine": .string(engine.1)])
+            .flatMap(\.samples)
+        #expect(clipped.allSatisfy { $0.isFinite }, "\(engine.0)")
+        #expect(clipped.filter { abs($0) > 0.5 }.count <= 8, "\(engine.0)")
+    }
+
     @Test func matchesSoxOnASineSweep() async throws {
         let dir = temporaryDirectory()
         let sweep = dir.appendingPathComponent("sweep.wav")

@@ -259,6 +259,7 @@ import VoxTestSupport
         let out = dir.appendingPathComponent("out")
         let result = try voxpipe([
             "run", spec.path, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o", out.path,
+            "--no-outputs",
         ])
         #expect(result.status == 69)
         #expect(
@@ -334,7 +335,7 @@ import VoxTestSupport
             """#, in: dir)
         let result = try voxpipe([
             "run", spec.path, packageRoot.appendingPathComponent("Samples/sweep-8k.aiff").path, "-o",
-            dir.appendingPathComponent("out").path,
+            dir.appendingPathComponent("out").path, "--no-outputs",
         ])
         #expect(result.status == 69)
         #expect(

@@ -1,4 +1,6 @@
 import Foundation
+import Testing
+import VoxCore
 import VoxTestSupport
 
 /// The package's root folder.
@@ -100,9 +102,12 @@ struct Running {
     }
 }
 
-func start(_ arguments: [String], environment: [String: String]? = nil) throws -> Running {
+/// Starts voxpipe (or `program`, e.g. a wrapper that runs it as another user) in the background.
+func start(
+    _ arguments: [String], environment: [String: String]? = nil, program: URL = voxpipeBinary
+) throws -> Running {
     let process = Process()
-    process.executableURL = voxpipeBinary
+    process.executableURL = program
     process.arguments = arguments
     if let environment { process.environment = environment }
     let out = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-out-\(UUID().uuidString)")
@@ -152,4 +157,40 @@ func waitUntil(limit: Duration = .seconds(600), _ condition: () -> Bool) -> Bool
 /// The item manifests under an output folder: how many items a run has finished.
 func manifestCount(_ dir: URL) -> Int {
     files(under: dir).filter { $0.hasSuffix("voxpipe.manifest.json") }.count
+}
+
+/// Runs voxpipe (as another user through `setpriv` when given) and waits for it at most
+/// `watchdogSeconds` (60), polling without holding a thread; a run still going then is killed
+/// and the test fails.
+func watched(_ arguments: [String], setpriv: [String]? = nil) async throws -> Invocation {
+    let running =
+        try setpriv.map {
+            try start($0 + [voxpipeBinary.path] + arguments, program: URL(fileURLWithPath: "/usr/bin/setpriv"))
+        } ?? start(arguments)
+    let watchdogSeconds: Int64 = 60
+    let deadline = ContinuousClock.now + .seconds(watchdogSeconds)
+    while running.process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+    if running.process.isRunning {
+        running.process.terminate()
+        kill(running.process.processIdentifier, SIGKILL)
+        Issue.record("voxpipe \(arguments.joined(separator: " ")) still ran after \(watchdogSeconds) s: killed")
+    }
+    return running.wait()
+}
+
+/// `setpriv` arguments that run voxpipe as nobody when the tests run as root (who may read and
+/// write anything, so permissions would test nothing); nil otherwise.
+let asNobody: [String]? = getuid() == 0 ? ["--reuid=65534", "--regid=65534", "--clear-groups"] : nil
+
+/// `count` 8 kHz mono tones of `seconds` (one second: 16,044 bytes) named `t1.wav`, `t2.wav`, …
+/// in `dir/in`.
+func tones(_ count: Int, seconds: Int = 1, in dir: URL) throws -> URL {
+    let input = dir.appendingPathComponent("in")
+    try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+    let samples = (0..<8000 * seconds).map { Float(sin(Double($0) * 2 * .pi * 440 / 8000) * 0.5) }
+    for i in 1...count {
+        try WAVData.pcm16(samples, format: AudioFormat(sampleRate: 8000, channels: 1))
+            .write(to: input.appendingPathComponent("t\(i).wav"))
+    }
+    return input
 }
