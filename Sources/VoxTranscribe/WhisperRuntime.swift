@@ -38,8 +38,19 @@ enum WhisperRuntime {
         }
     }()
 
-    /// `x86-64-v3` when the CPU code uses exactly the baseline's instruction sets, else `native`.
+    /// How the runtime was built, as `make setup` recorded it beside the library
+    /// (`<prefix>/share/voxpipe/whisper-runtime`: "… x86-64-v3 …" or "… native …"); without that
+    /// record, `x86-64-v3` when the CPU code reports exactly the baseline's instruction sets. (A
+    /// native build can report the same sets and still compute differently: the compiler uses
+    /// what the build machine has for the rest of the code.)
     static var flavour: String {
+        if let library = libraryFiles.first(where: { $0.lastPathComponent.hasPrefix("libwhisper") }),
+            let stamp = try? String(
+                contentsOf: library.deletingLastPathComponent().deletingLastPathComponent()
+                    .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
+        {
+            return stamp.split(separator: " ").contains(Substring(baselineName)) ? baselineName : "native"
+        }
         let isa = Set(features.filter { cpuFlags[$0] != nil })
         return isa == Set(baseline.map(\.feature)) ? baselineName : "native"
     }

@@ -195,6 +195,29 @@ import VoxTestSupport
         await #expect(throws: VoxError.self) { try await english.prepare() }
     }
 
+    @Test func theRuntimeIsTheBaselineBuildAndACPUBelowItIsRefusedAtPrepare() throws {
+        // make setup builds x86-64-v3; its identity is read from the library and its record.
+        #expect(WhisperRuntime.identity.hasPrefix("whisper.cpp 1.8.5 x86-64-v3 ("), "\(WhisperRuntime.identity)")
+        let libraries = WhisperRuntime.libraryFiles.map(\.lastPathComponent)
+        #expect(
+            libraries.contains { $0.hasPrefix("libwhisper.so") } && libraries.contains { $0.hasPrefix("libggml-cpu") })
+        #expect(
+            WhisperProvider.identityFiles(
+                try WhisperProvider.settings(
+                    StageOptions(
+                        stageID: "asr", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: [:],
+                        specs: WhisperProvider.options))
+            ).count == 1 + WhisperRuntime.libraryFiles.count)
+        // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
+        try WhisperRuntime.checkCPU()
+        let old: Set<String> = ["pni", "ssse3", "sse4_2", "avx", "f16c", "bmi2"]
+        let error = #expect(throws: VoxError.self) { try WhisperRuntime.checkCPU(flags: old) }
+        #expect(error?.code == .unavailable)
+        #expect(
+            error?.message.hasPrefix("this CPU lacks AVX2, FMA, which the whisper runtime needs (built for x86-64-v3)")
+                == true)
+    }
+
     @Test func tokensJoinIntoWordsAcrossSplitCharactersAndKeepPunctuation() {
         func token(_ s: String, _ t0: Double, _ t1: Double) -> WhisperEngine.Token {
             WhisperEngine.Token(bytes: Array(s.utf8), start: t0, end: t1, probability: 0.5)
