@@ -21,8 +21,8 @@ public struct ServeSettings: Sendable {
     public var retryAfter = 1
     /// The spoken reply's format (mp3: the client saves `response.mp3`).
     public var audio = AudioEncoding(format: .mp3)
-    /// The real-time service's app id `join-with-bot` answers with.
-    public var appID = ""
+    /// The Agora project `join-with-bot` answers with: app id, and tokens when a certificate is given.
+    public var agora = AgoraSettings()
     /// Accept an API key in a request body (for that request's HTTP providers); refused otherwise.
     public var allowClientKeys = false
     /// The longest clip taken as one turn.

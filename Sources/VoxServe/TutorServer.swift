@@ -46,6 +46,7 @@ public final class TutorServer: Sendable {
     public func run(
         handlingSignals signals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
+        for warning in startupWarnings { logger.warning("\(warning)") }
         let app = Application(
             router: makeRouter(),
             configuration: ApplicationConfiguration(
@@ -58,6 +59,10 @@ public final class TutorServer: Sendable {
             try await app.run()
         }
     }
+
+    /// What the server says once at start: settings that a client will trip over (no app id, no
+    /// certificate for tokens).
+    public var startupWarnings: [String] { settings.agora.warnings }
 
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
@@ -158,8 +163,14 @@ public final class TutorServer: Sendable {
         let name = (body["userName"] as? String) ?? user
         let (channel, previous) = await session.join(userID: user)
         if let previous { conversations.forget(previous) }
+        let token: String?
+        do {
+            token = try settings.agora.token(channel: channel)
+        } catch let error as AgoraTokenError {
+            throw ServeError(500, "token", "could not make the Agora token: \(error.message)")
+        }
         return [
-            "success": true, "appId": settings.appID, "channel": channel, "token": "",
+            "success": true, "appId": settings.agora.appID, "channel": channel, "token": token ?? NSNull(),
             "message": "The tutor joined \(channel) for \(name)",
         ]
     }

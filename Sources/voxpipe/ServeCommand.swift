@@ -27,8 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0: a free one, printed on stderr).") var port = 8000
     @Option(help: "Path the API's routes live under.") var prefix = "/api/agora"
     @Option(help: "Format of the spoken reply (`audio`).") var audioFormat: AudioFormatChoice = .mp3
-    @Option(help: "The real-time service's app id that join-with-bot answers with (default: $VOXPIPE_APP_ID).")
-    var appId: String?
+    @OptionGroup(title: "Agora tokens for join-with-bot") var agora: AgoraOptions
     @Option(help: ArgumentHelp("Largest request body.", valueName: "MiB")) var maxBody = 16
     @Option(help: ArgumentHelp("Seconds a pipeline request may take, waiting included.", valueName: "seconds"))
     var timeout: Double = 60
@@ -62,7 +61,6 @@ struct ServeCommand: AsyncParsableCommand {
             settings.queue = queue
             settings.maxClipSeconds = maxClip
             settings.audio = AudioEncoding(format: AudioFileFormat(rawValue: audioFormat.rawValue) ?? .mp3)
-            settings.appID = appId ?? ProcessInfo.processInfo.environment["VOXPIPE_APP_ID"] ?? ""
             settings.allowClientKeys = allowClientKeys
 
             // The spec is checked as `run` checks it, then planned again as served.
@@ -70,6 +68,7 @@ struct ServeCommand: AsyncParsableCommand {
             let plan = try loadPlan(spec)
             let context = makeContext(
                 plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: logger)
+            settings.agora = try agora.load(secrets: context.secrets)
             let pipeline = try await TutorPipeline(
                 spec: plan.spec, baseDirectory: specURL.deletingLastPathComponent(), name: plan.name,
                 registry: makeRegistry(), context: context, maxClipSeconds: maxClip)
