@@ -25,6 +25,8 @@ public struct ServeSettings: Sendable {
     public var agora = AgoraSettings()
     /// Accept an API key in a request body (for that request's HTTP providers); refused otherwise.
     public var allowClientKeys = false
+    /// Answer a clip with no speech with 422 (`no_speech`) instead of an empty turn.
+    public var noSpeechIsError = false
     /// The longest clip taken as one turn.
     public var maxClipSeconds: Double = 300
     /// Channels whose conversations are remembered at once; the least recently used goes first.

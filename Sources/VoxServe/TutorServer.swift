@@ -14,6 +14,9 @@ import VoxDecode
 ///   GET  {prefix}/status                            → {success, isRunning, channel, startedAt}
 ///   GET  /healthz, GET /metrics
 ///
+/// A clip with no speech is a turn with nothing said: `success: true`, empty transcription, reply
+/// and audio (422 with `noSpeechIsError`).
+///
 /// Every failure is `{"success": false, "error": "…"}` with its status: 400 bad JSON, base64 or
 /// fields, 413 too large a body, 415 audio of no known format, 422 audio the pipeline cannot use,
 /// 500 a pipeline failure, 503 (with Retry-After) when every turn and queue place is taken, 504
@@ -129,8 +132,12 @@ public final class TutorServer: Sendable {
         let answer = try await runPipeline(upload: upload) {
             try await self.pipeline.answer(audioFile: upload, conversation: conversation)
         }
-        guard !answer.transcription.isEmpty else {
-            throw ServeError(422, "no_speech", "audio: no speech was recognised in the clip")
+        if answer.transcription.isEmpty {
+            // The learner thinking is a turn with nothing said: nothing to answer, nothing remembered.
+            if settings.noSpeechIsError {
+                throw ServeError(422, "no_speech", "audio: no speech was recognised in the clip")
+            }
+            return ["success": true, "transcription": "", "reply": "", "audio": ""]
         }
         return [
             "success": true, "transcription": answer.transcription, "reply": answer.reply,

@@ -34,6 +34,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Pipeline requests run at once (default: number of cores).") var concurrency: Int?
     @Option(help: "Pipeline requests that may wait; beyond them 503 with Retry-After.") var queue = 32
     @Option(help: ArgumentHelp("Longest clip taken as one turn.", valueName: "seconds")) var maxClip: Double = 300
+    @Flag(help: "Answer a clip with no speech with 422 instead of success with an empty transcription.")
+    var noSpeechIsError = false
     @Flag(help: "Accept an API key in a request body for that request's providers (refused otherwise).")
     var allowClientKeys = false
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
@@ -62,6 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
             settings.maxClipSeconds = maxClip
             settings.audio = AudioEncoding(format: AudioFileFormat(rawValue: audioFormat.rawValue) ?? .mp3)
             settings.allowClientKeys = allowClientKeys
+            settings.noSpeechIsError = noSpeechIsError
 
             // The spec is checked as `run` checks it, then planned again as served.
             let specURL = URL(fileURLWithPath: spec)
