@@ -23,7 +23,7 @@ public struct ServeSettings: Sendable {
     public var audio = AudioEncoding(format: .mp3)
     /// The Agora project `join-with-bot` answers with: app id, and tokens when a certificate is given.
     public var agora = AgoraSettings()
-    /// Accept an API key in a request body (for that request's HTTP providers); refused otherwise.
+    /// Accept an API key in a request body (for that request's HTTP providers); ignored otherwise.
     public var allowClientKeys = false
     /// Answer a clip with no speech with 422 (`no_speech`) instead of an empty turn.
     public var noSpeechIsError = false

@@ -29,6 +29,8 @@ public final class TutorServer: Sendable {
     let session = BotSession()
     let conversations: Conversations
     let logger: Logger
+    /// Whether the ignored-client-key warning was given (it is given once).
+    let ignoredKeyWarning = Once()
 
     /// The routes' names in metrics, besides the prefix.
     static let routes = ["/process-audio", "/process-text", "/join-with-bot", "/stop", "/status"]
@@ -290,9 +292,11 @@ public final class TutorServer: Sendable {
         return object
     }
 
-    /// A key sent in the body, removed from it: refused unless `allowClientKeys`, and refused when
-    /// it holds a control character (it would inject a header upstream). An accepted key is
-    /// registered with the pipeline's secrets, so no answer, log line or recording shows it.
+    /// A key sent in the body, removed from it. Without `allowClientKeys` it is ignored (the
+    /// server's providers use their own keys) and the server says so once, naming the field, never
+    /// the key. With it, a key that holds a control character is refused (it would inject a header
+    /// upstream), and an accepted key is registered with the pipeline's secrets, so no answer, log
+    /// line or recording shows it.
     func clientKey(_ body: inout [String: Any]) throws -> String? {
         let names = body.keys.filter { name in
             let folded = name.lowercased().replacingOccurrences(of: "_", with: "")
@@ -300,10 +304,15 @@ public final class TutorServer: Sendable {
         }
         guard let name = names.first else { return nil }
         guard settings.allowClientKeys else {
-            throw ServeError.badRequest(
-                "client_key",
-                "\(name): API keys are not taken from requests; the server's providers use their own "
-                    + "(start it with --allow-client-keys to allow this)")
+            for name in names { body.removeValue(forKey: name) }
+            if ignoredKeyWarning.claim() {
+                logger.warning(
+                    """
+                    a request carried an API key (\(name)); keys from requests are ignored and the server's \
+                    providers use their own (start with --allow-client-keys to use them); said once
+                    """)
+            }
+            return nil
         }
         let key = body[name] as? String
         for name in names { body.removeValue(forKey: name) }
@@ -360,6 +369,19 @@ public final class TutorServer: Sendable {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: date)
+    }
+}
+
+/// True for the first caller of `claim()` only.
+final class Once: @unchecked Sendable {
+    private let lock = NSLock()
+    private var claimed = false
+
+    func claim() -> Bool {
+        lock.withLock {
+            defer { claimed = true }
+            return !claimed
+        }
     }
 }
 

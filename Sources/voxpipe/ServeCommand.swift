@@ -36,7 +36,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Longest clip taken as one turn.", valueName: "seconds")) var maxClip: Double = 300
     @Flag(help: "Answer a clip with no speech with 422 instead of success with an empty transcription.")
     var noSpeechIsError = false
-    @Flag(help: "Accept an API key in a request body for that request's providers (refused otherwise).")
+    @Flag(help: "Use an API key sent in a request body for that request's providers (ignored otherwise).")
     var allowClientKeys = false
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
 
