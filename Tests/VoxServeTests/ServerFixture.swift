@@ -16,6 +16,7 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
 /// (libcurl) to call it with.
 final class ServerFixture: Sendable {
     let port: Int
+    let server: TutorServer
     let task: Task<Void, any Error>
     let client = CurlTransport()
 
@@ -45,11 +46,12 @@ final class ServerFixture: Sendable {
         let task = Task { try await server.run { port in continuation.yield(port) } }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw HarnessError("the server did not start") }
-        return ServerFixture(port: port, task: task)
+        return ServerFixture(port: port, server: server, task: task)
     }
 
-    init(port: Int, task: Task<Void, any Error>) {
+    init(port: Int, server: TutorServer, task: Task<Void, any Error>) {
         self.port = port
+        self.server = server
         self.task = task
     }
 
