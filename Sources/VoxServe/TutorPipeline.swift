@@ -112,6 +112,8 @@ public final class TutorPipeline: Sendable {
         /// The spoken reply (all of it, when the reply was spoken in parts); nil when there was
         /// no reply to speak.
         public var speech: AudioChunk?
+        /// What the transcribe stage gave, in order (none for a text turn).
+        public var transcripts: [Transcript] = []
     }
 
     /// Transcribes a clip (a file in any format the decoder reads) as one turn and answers it.
@@ -166,14 +168,14 @@ public final class TutorPipeline: Sendable {
 /// Keeps what a turn's stages gave: transcripts, replies and speech, in order.
 final class TurnCollector: OutputSink, @unchecked Sendable {
     private let lock = NSLock()
-    private var transcripts: [String] = []
+    private var transcripts: [Transcript] = []
     private var replies: [String] = []
     private var speech: [AudioChunk] = []
 
     func collect(_ payload: any Payload) {
         lock.withLock {
             switch payload {
-            case let transcript as Transcript: transcripts.append(transcript.text)
+            case let transcript as Transcript: transcripts.append(transcript)
             case let reply as Reply: replies.append(reply.text)
             case let spoken as Speech: speech.append(spoken.audio)
             default: break
@@ -184,7 +186,7 @@ final class TurnCollector: OutputSink, @unchecked Sendable {
     /// The turn's answer; `text` is the transcription a text turn came with.
     func answer(text: String?) -> TutorPipeline.Answer {
         lock.withLock {
-            let transcription = text ?? transcripts.joined(separator: " ")
+            let transcription = text ?? transcripts.map(\.text).joined(separator: " ")
             var audio: AudioChunk?
             if var first = speech.first {
                 // A reply spoken in parts is one answer.
@@ -196,7 +198,7 @@ final class TurnCollector: OutputSink, @unchecked Sendable {
             }
             return TutorPipeline.Answer(
                 transcription: transcription.trimmingCharacters(in: .whitespacesAndNewlines),
-                reply: replies.joined(separator: " "), speech: audio)
+                reply: replies.joined(separator: " "), speech: audio, transcripts: transcripts)
         }
     }
 }

@@ -87,6 +87,7 @@ public final class TutorServer: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(string: self.metrics.render())))
         }
+        addOpenAIRoutes(to: router)
         let api = router.group(RouterPath(settings.routePrefix))
         api.post("/process-audio") { request, _ in
             await self.answer("/process-audio", request, pipeline: true) { try await self.processAudio($0) }
@@ -294,43 +295,47 @@ public final class TutorServer: Sendable {
         _ route: String, _ request: Request, pipeline: Bool = false, bodyRequired: Bool = true,
         _ handler: @escaping @Sendable (Exchange) async throws -> [String: Any]
     ) async -> Response {
+        await counted(route) {
+            do {
+                var body = try await readObject(request, required: bodyRequired)
+                let key = try clientKey(&body)
+                let id = Self.sessionID(request)
+                let session: DeviceSession? = if let id { await devices[id] } else { nil }
+                let exchange = Exchange(body: body, sessionID: id, session: session, clientKey: key)
+                // A key the session's join brought serves its later turns (only with allowClientKeys).
+                var answer = try await ClientCredentials.$apiKey.withValue(key ?? session?.clientKey) {
+                    json(200, try await handler(exchange))
+                }
+                if let cookie = exchange.setCookie { answer.headers[.setCookie] = cookie }
+                return (answer, nil)
+            } catch {
+                let serveError =
+                    (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+                return (json(serveError.status, ["success": false, "error": serveError.message]), serveError)
+            }
+        }
+    }
+
+    /// Answers with `work`, counts the request in the metrics and logs a failure (503 gets
+    /// Retry-After).
+    func counted(_ route: String, _ work: () async -> (Response, ServeError?)) async -> Response {
         metrics.started()
         let started = ContinuousClock.now
-        var status = 200
-        var failure: String?
-        let response: Response
-        do {
-            var body = try await readObject(request, required: bodyRequired)
-            let key = try clientKey(&body)
-            let id = Self.sessionID(request)
-            let session: DeviceSession? = if let id { await devices[id] } else { nil }
-            let exchange = Exchange(body: body, sessionID: id, session: session, clientKey: key)
-            // A key the session's join brought serves its later turns (only with allowClientKeys).
-            var answer = try await ClientCredentials.$apiKey.withValue(key ?? session?.clientKey) {
-                json(200, try await handler(exchange))
-            }
-            if let cookie = exchange.setCookie { answer.headers[.setCookie] = cookie }
-            response = answer
-        } catch {
-            let serveError =
-                (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
-            status = serveError.status
-            failure = serveError.reason
-            var answer = json(status, ["success": false, "error": serveError.message])
-            if status == 503 { answer.headers[.retryAfter] = String(settings.retryAfter) }
-            response = answer
+        var (response, failure) = await work()
+        if let failure {
+            if failure.status == 503 { response.headers[.retryAfter] = String(settings.retryAfter) }
             logger.log(
-                level: status >= 500 ? .warning : .info, "request failed",
+                level: failure.status >= 500 ? .warning : .info, "request failed",
                 metadata: [
-                    "http.route": .string(route), "http.status": .stringConvertible(status),
-                    "error": .string(self.pipeline.secrets.redact(serveError.message)),
+                    "http.route": .string(route), "http.status": .stringConvertible(failure.status),
+                    "error": .string(self.pipeline.secrets.redact(failure.message)),
                 ])
         }
         let elapsed = ContinuousClock.now - started
         metrics.finished(
-            route: route, status: status,
+            route: route, status: failure?.status ?? Int(response.status.code),
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-            failure: failure)
+            failure: failure?.reason)
         return response
     }
 

@@ -1,0 +1,201 @@
+import Foundation
+import Hummingbird
+import VoxCore
+import VoxDecode
+import VoxWrite
+
+/// OpenAI's audio transcription API on the same server, answered by the served spec's stages
+/// up to its transcribe stage, so any OpenAI client can use voxpipe's offline recogniser:
+///
+///   GET  /v1/models                 → {object: "list", data: [{id, object: "model", owned_by}]}
+///   POST /v1/audio/transcriptions   multipart: file, model, language, prompt, temperature,
+///                                   response_format (json, text, srt, vtt, verbose_json),
+///                                   timestamp_granularities[] (segment, word)
+///
+/// Errors are OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
+extension TutorServer {
+    /// The formats `/v1/audio/transcriptions` answers in.
+    enum TranscriptionFormat: String, CaseIterable {
+        case json, text, srt, vtt
+        case verboseJSON = "verbose_json"
+    }
+
+    func addOpenAIRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/v1/models") { _, _ in
+            self.json(
+                200,
+                [
+                    "object": "list",
+                    "data": [["id": self.pipeline.plan.name, "object": "model", "created": 0, "owned_by": "voxpipe"]],
+                ])
+        }
+        router.post("/v1/audio/transcriptions") { request, _ in
+            await self.counted("/v1/audio/transcriptions") {
+                do {
+                    return (try await self.transcription(request), nil)
+                } catch {
+                    let failure =
+                        (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+                    return (self.openAIError(failure), failure)
+                }
+            }
+        }
+    }
+
+    func transcription(_ request: Request) async throws -> Response {
+        let limit = settings.maxBodyBytes
+        let type = request.headers[.contentType] ?? ""
+        guard type.lowercased().hasPrefix("multipart/form-data"), let boundary = Multipart.boundary(type) else {
+            throw ServeError.badRequest("bad_request", "expected a multipart/form-data body with a file")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch {
+            throw ServeError(413, "too_large", "the body is larger than the \(limit)-byte limit")
+        }
+        let body = Data(buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? [])
+        guard let parts = Multipart.parse(body, boundary: boundary) else {
+            throw ServeError.badRequest("bad_request", "the multipart body could not be read")
+        }
+        func field(_ name: String) -> String? {
+            parts.first { $0.name == name }.map { String(decoding: $0.data, as: UTF8.self) }
+        }
+        guard let file = parts.first(where: { $0.name == "file" }), !file.data.isEmpty else {
+            throw ServeError.badRequest("bad_request", "file: expected the audio as a file part")
+        }
+        let formatName = field("response_format") ?? "json"
+        guard let format = TranscriptionFormat(rawValue: formatName) else {
+            throw ServeError.badRequest(
+                "bad_request",
+                "response_format: \"\(formatName)\" is not one of "
+                    + TranscriptionFormat.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let granularities = Set(
+            parts.filter { $0.name == "timestamp_granularities[]" }.map {
+                String(decoding: $0.data, as: UTF8.self)
+            })
+        let head = [UInt8](file.data.prefix(512))
+        guard head.count >= FileSniffer.minimumBytes, let sniffed = FileSniffer.format(of: head) else {
+            throw ServeError(415, "unknown_audio", "file: not a known audio format")
+        }
+        let upload = pipeline.uploads.appendingPathComponent("upload-\(UUID().uuidString).\(Self.ext(sniffed))")
+        try file.data.write(to: upload)
+        defer { try? FileManager.default.removeItem(at: upload) }
+        // Its own conversation: a transcription is no tutor turn.
+        let answer = try await runPipeline(upload: upload, channel: "openai-\(UUID().uuidString)") {
+            try await self.pipeline.answer(audioFile: upload, conversation: Conversation())
+        }
+        let transcripts = answer.transcripts.filter { !$0.text.allSatisfy(\.isWhitespace) }
+        switch format {
+        case .json:
+            return json(200, ["text": answer.transcription])
+        case .text:
+            return text(answer.transcription + "\n", type: "text/plain; charset=utf-8")
+        case .srt:
+            return text(TranscriptFormat.srt.render(transcripts), type: "application/x-subrip")
+        case .vtt:
+            return text(TranscriptFormat.vtt.render(transcripts), type: "text/vtt")
+        case .verboseJSON:
+            var segments: [[String: Any]] = []
+            for transcript in transcripts {
+                let spans =
+                    transcript.segments.isEmpty
+                    ? [
+                        TranscriptSegment(
+                            text: transcript.text, start: transcript.chunk.start, end: transcript.chunk.end)
+                    ]
+                    : transcript.segments
+                for span in spans {
+                    segments.append([
+                        "id": segments.count, "start": span.start, "end": span.end,
+                        "text": span.text.trimmingCharacters(in: .whitespaces),
+                    ])
+                }
+            }
+            var object: [String: Any] = [
+                "task": "transcribe", "language": transcripts.first?.language ?? field("language") ?? "",
+                "duration": transcripts.last?.chunk.end ?? 0, "text": answer.transcription, "segments": segments,
+            ]
+            if granularities.contains("word") {
+                object["words"] = transcripts.flatMap(\.words).map {
+                    ["word": $0.text, "start": $0.start, "end": $0.end] as [String: Any]
+                }
+            }
+            return json(200, object)
+        }
+    }
+
+    /// A failure in OpenAI's error shape.
+    func openAIError(_ failure: ServeError) -> Response {
+        let type = failure.status >= 500 ? "server_error" : "invalid_request_error"
+        return json(
+            failure.status,
+            ["error": ["message": failure.message, "type": type, "param": NSNull(), "code": failure.reason]])
+    }
+
+    func text(_ body: String, type: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: type],
+            body: .init(byteBuffer: ByteBuffer(data: pipeline.secrets.redact(Data(body.utf8)))))
+    }
+}
+
+/// multipart/form-data as OpenAI clients send it.
+enum Multipart {
+    struct Part {
+        var name: String
+        var filename: String?
+        var data: Data
+    }
+
+    /// The boundary a Content-Type names.
+    static func boundary(_ contentType: String) -> String? {
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == "boundary" {
+                let value = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                return value.isEmpty ? nil : value
+            }
+        }
+        return nil
+    }
+
+    /// The parts of a body; nil when it is not multipart with that boundary.
+    static func parse(_ body: Data, boundary: String) -> [Part]? {
+        let delimiter = Data("--\(boundary)".utf8)
+        let headerEnd = Data("\r\n\r\n".utf8)
+        var parts: [Part] = []
+        guard var cursor = body.range(of: delimiter)?.upperBound else { return nil }
+        while true {
+            // "--" after a delimiter ends the body.
+            if body[cursor...].starts(with: Data("--".utf8)) { return parts }
+            guard let headersEnd = body.range(of: headerEnd, in: cursor..<body.endIndex),
+                let next = body.range(of: Data("\r\n".utf8) + delimiter, in: headersEnd.upperBound..<body.endIndex)
+            else { return nil }
+            let headers = String(decoding: body[cursor..<headersEnd.lowerBound], as: UTF8.self)
+            var name: String?
+            var filename: String?
+            for line in headers.split(whereSeparator: \.isNewline)
+            where line.lowercased().hasPrefix("content-disposition:") {
+                name = parameter("name", in: line)
+                filename = parameter("filename", in: line)
+            }
+            if let name {
+                parts.append(
+                    Part(name: name, filename: filename, data: Data(body[headersEnd.upperBound..<next.lowerBound])))
+            }
+            cursor = next.upperBound
+        }
+    }
+
+    static func parameter(_ key: String, in line: Substring) -> String? {
+        for item in line.split(separator: ";").dropFirst() {
+            let pair = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == key {
+                return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            }
+        }
+        return nil
+    }
+}
