@@ -20,6 +20,7 @@ public final class TutorPipeline: Sendable {
     let runner: Runner
     let transcribeIndex: Int
     let replyIndex: Int
+    let synthesizeIndex: Int
     let scratch: URL
     let logger: Logger
     let rateConversion: (any RateConversion)?
@@ -55,6 +56,7 @@ public final class TutorPipeline: Sendable {
         }
         transcribeIndex = transcribe.index
         replyIndex = reply.index
+        synthesizeIndex = synthesize.index
         logger = context.logger
         rateConversion = context.rateConversion
         secrets = context.secrets
@@ -130,6 +132,40 @@ public final class TutorPipeline: Sendable {
         let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
         let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "text", outputName: "request")
         return try await run(item, value: transcript, at: replyIndex, conversation: conversation)
+    }
+
+    /// Speaks `text` as it is: the stages from synthesize on (no reply).
+    public func speak(text: String) async throws -> AudioChunk? {
+        let chunk = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 0, index: 0, cut: .text)
+        let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
+        let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "speech", outputName: "request")
+        let reply = Reply(transcript: transcript, text: text)
+        return try await run(item, value: reply, at: synthesizeIndex, conversation: Conversation()).speech
+    }
+
+    /// Raw 16-bit little-endian mono PCM at `rate` (OpenAI's `pcm`: 24 kHz).
+    public func pcm16(_ speech: AudioChunk, rate: Int) throws -> Data {
+        var samples = speech.samples
+        let channels = speech.format.channels
+        if channels > 1 {
+            samples = stride(from: 0, to: samples.count - channels + 1, by: channels).map { start in
+                samples[start..<start + channels].reduce(0, +) / Float(channels)
+            }
+        }
+        if rate != speech.format.sampleRate {
+            guard let rateConversion else {
+                throw VoxError(.internal, "speech at \(speech.format.sampleRate) Hz needs a rate converter")
+            }
+            samples = try rateConversion.converter(channels: 1, from: speech.format.sampleRate, to: rate)
+                .convertAll(samples)
+        }
+        var data = Data(capacity: samples.count * 2)
+        for sample in samples {
+            let value = Int16(clamping: Int((max(-1, min(1, sample)) * 32767).rounded()))
+            withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
+        }
+        return data
     }
 
     func run(_ item: InputFile, value: any Payload, at start: Int, conversation: Conversation) async throws -> Answer {

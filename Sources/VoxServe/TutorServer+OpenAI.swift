@@ -4,13 +4,17 @@ import VoxCore
 import VoxDecode
 import VoxWrite
 
-/// OpenAI's audio transcription API on the same server, answered by the served spec's stages
-/// up to its transcribe stage, so any OpenAI client can use voxpipe's offline recogniser:
+/// OpenAI's audio API on the same server, answered by the served spec's stages (transcription:
+/// up to its transcribe stage; speech: its synthesize stage), so any OpenAI client can use
+/// voxpipe's offline recogniser and voice:
 ///
 ///   GET  /v1/models                 → {object: "list", data: [{id, object: "model", owned_by}]}
 ///   POST /v1/audio/transcriptions   multipart: file, model, language, prompt, temperature,
 ///                                   response_format (json, text, srt, vtt, verbose_json),
 ///                                   timestamp_granularities[] (segment, word)
+///
+///   POST /v1/audio/speech           JSON: input, model, voice, speed, response_format (mp3, opus,
+///                                   aac, flac, wav, pcm: 16-bit mono at 24 kHz)
 ///
 /// Errors are OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
 extension TutorServer {
@@ -29,14 +33,20 @@ extension TutorServer {
                     "data": [["id": self.pipeline.plan.name, "object": "model", "created": 0, "owned_by": "voxpipe"]],
                 ])
         }
-        router.post("/v1/audio/transcriptions") { request, _ in
-            await self.counted("/v1/audio/transcriptions") {
-                do {
-                    return (try await self.transcription(request), nil)
-                } catch {
-                    let failure =
-                        (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
-                    return (self.openAIError(failure), failure)
+        let routes: [(String, @Sendable (Request) async throws -> Response)] = [
+            ("/v1/audio/speech", { try await self.speech($0) }),
+            ("/v1/audio/transcriptions", { try await self.transcription($0) }),
+        ]
+        for (path, handler) in routes {
+            router.post(RouterPath(path)) { request, _ in
+                await self.counted(path) {
+                    do {
+                        return (try await handler(request), nil)
+                    } catch {
+                        let failure =
+                            (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+                        return (self.openAIError(failure), failure)
+                    }
                 }
             }
         }
@@ -124,6 +134,57 @@ extension TutorServer {
             }
             return json(200, object)
         }
+    }
+
+    /// The formats `/v1/audio/speech` answers in, and the file format each is written as.
+    enum SpeechFormat: String, CaseIterable {
+        case mp3, opus, aac, flac, wav, pcm
+
+        var file: AudioFileFormat? {
+            switch self {
+            case .mp3: .mp3
+            case .opus: .opus
+            case .aac: .m4a
+            case .flac: .flac
+            case .wav: .wav
+            case .pcm: nil
+            }
+        }
+    }
+
+    /// `{input, model, voice, response_format, speed}` → the input spoken by the spec's
+    /// synthesize stage (the spec's voice; `voice` and `speed` are accepted, not applied).
+    func speech(_ request: Request) async throws -> Response {
+        let body = try await readObject(request, required: true)
+        guard let input = body["input"] as? String, !input.allSatisfy(\.isWhitespace) else {
+            throw ServeError.badRequest("bad_request", "input: expected the text to speak as a non-empty string")
+        }
+        guard input.count <= 4096 else {
+            throw ServeError.badRequest("bad_request", "input: at most 4096 characters")
+        }
+        let name = body["response_format"] as? String ?? "mp3"
+        guard let format = SpeechFormat(rawValue: name) else {
+            throw ServeError.badRequest(
+                "bad_request",
+                "response_format: \"\(name)\" is not one of "
+                    + SpeechFormat.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let speech = try await runPipeline(upload: nil, channel: "openai-\(UUID().uuidString)") {
+            var answer = TutorPipeline.Answer(transcription: input, reply: input)
+            answer.speech = try await self.pipeline.speak(text: input)
+            return answer
+        }.speech
+        guard let speech, speech.frames > 0 else {
+            throw ServeError(422, "no_speech", "input: the synthesizer gave no speech for this text")
+        }
+        guard let file = format.file else {
+            return audio(try pipeline.pcm16(speech, rate: 24000), type: "audio/pcm")
+        }
+        return audio(try pipeline.encode(speech, as: AudioEncoding(format: file)), type: file.mimeType)
+    }
+
+    func audio(_ data: Data, type: String) -> Response {
+        Response(status: .ok, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(data: data)))
     }
 
     /// A failure in OpenAI's error shape.

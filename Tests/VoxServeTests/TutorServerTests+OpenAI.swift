@@ -85,3 +85,54 @@ extension TutorServerTests {
         #expect(((models.json["data"] as? [[String: Any]])?.first?["object"] as? String) == "model")
     }
 }
+
+extension TutorServerTests {
+    func speak(
+        _ server: ServerFixture, _ object: [String: Any]
+    ) async throws -> (
+        status: Int, headers: [String: String], body: Data
+    ) {
+        var request = HTTPRequest(
+            method: "POST", url: "http://127.0.0.1:\(server.port)/v1/audio/speech",
+            headers: [("Content-Type", "application/json")], body: try JSONSerialization.data(withJSONObject: object))
+        request.timeout = 300
+        let response = try await server.client.perform(request)
+        return (response.status, response.headers, response.body)
+    }
+
+    @Test func speechSpeaksTheInputInTheFormatAskedThatFFprobeReads() async throws {
+        let server = try await SharedServer.tutor.value
+        let input = "Hallo! Wie geht es dir heute?"
+        for (format, ext, codec, type) in [
+            ("mp3", "mp3", "mp3", "audio/mpeg"), ("wav", "wav", "pcm_s16le", "audio/wav"),
+            ("flac", "flac", "flac", "audio/flac"), ("opus", "opus", "opus", "audio/ogg; codecs=opus"),
+            ("aac", "m4a", "aac", "audio/mp4"),
+        ] {
+            let answer = try await speak(
+                server, ["model": "tts-1", "voice": "alloy", "input": input, "response_format": format])
+            #expect(answer.status == 200, "\(format): \(String(decoding: answer.body, as: UTF8.self))")
+            #expect(answer.headers["content-type"] == type)
+            let probed = try probe(answer.body, ext: ext)
+            #expect(probed.codec == codec && probed.seconds > 0.5, "\(format): \(probed)")
+        }
+        let pcm = try await speak(server, ["model": "tts-1", "input": input, "response_format": "pcm"])
+        #expect(pcm.status == 200 && pcm.body.count % 2 == 0)
+        // 16-bit mono at 24 kHz: as long as the WAV's speech, give or take the resampler's edges.
+        #expect(Double(pcm.body.count) / 48000 > 0.5)
+    }
+
+    @Test func speechMistakesAreOpenAIErrors() async throws {
+        let server = try await SharedServer.tutor.value
+        let cases: [([String: Any], String)] = [
+            (["model": "tts-1"], "input: expected the text to speak as a non-empty string"),
+            (["input": "Hallo", "response_format": "mp4"], "response_format: \"mp4\" is not one of mp3, opus, aac"),
+        ]
+        for (body, message) in cases {
+            let answer = try await speak(server, body)
+            #expect(answer.status == 400)
+            let object = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+            let error = try #require(object?["error"] as? [String: Any])
+            #expect((error["message"] as? String)?.hasPrefix(message) == true, "\(error)")
+        }
+    }
+}
