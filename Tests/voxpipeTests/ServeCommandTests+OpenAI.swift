@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+import VoxTestSupport
+
+/// A batch pipeline using a served one (issue 24, item 6): voxpipe's own `openai` transcribe and
+/// synthesize providers against `voxpipe serve` on 127.0.0.1.
+extension ServeCommandTests {
+    @Test func voxpipesOpenAIProvidersRunAgainstVoxpipeServe() throws {
+        let dir = temporaryDirectory()
+        let (server, port) = try serve([packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json").path])
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        let clip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
+        let base = "http://127.0.0.1:\(port)/v1"
+        func spec(_ transcribe: String) throws -> URL {
+            try writeSpec(
+                """
+                {"stages": [
+                  {"id": "decode", "kind": "decode"},
+                  {"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},
+                  {"id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 8},
+                  {"id": "asr", "kind": "transcribe", "provider": \(transcribe)},
+                  {"id": "text", "kind": "write-transcript", "formats": ["txt"]}
+                ]}
+                """, in: dir, name: "\(UUID().uuidString).json")
+        }
+        let local = try spec(#"{"name": "whisper", "model": "base", "language": "de"}"#)
+        let remote = try spec(#"{"name": "openai", "baseURL": "\#(base)", "maxRetries": 0}"#)
+        var texts: [String] = []
+        for (name, spec) in [("local", local), ("remote", remote)] {
+            let out = dir.appendingPathComponent(name)
+            let result = try voxpipe(
+                ["run", spec.path, clip.path, "-o", out.path], environment: ["OPENAI_API_KEY": "sk-unused"])
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            texts.append(
+                (try? String(contentsOf: out.appendingPathComponent("speech-de/text.txt"), encoding: .utf8)) ?? "")
+        }
+        #expect(texts[0].hasPrefix("Guten Morgen"), "\(texts)")
+        #expect(texts[1] == texts[0])
+
+        // Speech the other way: the served spec's voice through voxpipe's openai synthesize provider.
+        let lines = dir.appendingPathComponent("lines.txt")
+        try "Guten Morgen!\n".write(to: lines, atomically: true, encoding: .utf8)
+        try #"{"rules": [], "fallback": ["{text}"]}"#.write(
+            to: dir.appendingPathComponent("echo-rules.json"), atomically: true, encoding: .utf8)
+        let speak = try writeSpec(
+            """
+            {"stages": [
+              {"id": "read", "kind": "read-text", "language": "de"},
+              {"id": "echo", "kind": "reply", "provider": {"name": "rules", "rules": "echo-rules.json"}},
+              {"id": "say", "kind": "synthesize", "provider": {"name": "openai", "baseURL": "\(base)",
+                "maxRetries": 0}},
+              {"id": "audio", "kind": "write-wav"}
+            ]}
+            """, in: dir, name: "speak.json")
+        let out = dir.appendingPathComponent("speech")
+        let result = try voxpipe(
+            ["run", speak.path, lines.path, "-o", out.path], environment: ["OPENAI_API_KEY": "sk-unused"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let wavs = try FileManager.default.subpathsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".wav") }
+        #expect(!wavs.isEmpty, "\(wavs)")
+    }
+}
