@@ -63,3 +63,49 @@ extension ServeCommandTests {
         #expect(!wavs.isEmpty, "\(wavs)")
     }
 }
+
+extension ServeCommandTests {
+    /// Whether the official OpenAI Python SDK is installed (`make setup` installs it).
+    static let openAISDK = (try? run("/usr/bin/env", ["python3", "-c", "import openai"]))?.status == 0
+
+    @Test(.enabled(if: openAISDK, "needs the openai Python package (make setup installs it)"))
+    func theOfficialOpenAISDKGetsTheSameTextAsRunInEveryFormatAndSpeechFFprobeReads() throws {
+        let dir = temporaryDirectory()
+        let spec = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")
+        let clip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
+        let (server, port) = try serve([spec.path])
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        let speech = dir.appendingPathComponent("speech.wav")
+        let sdk = try run(
+            "/usr/bin/env",
+            [
+                "python3", packageRoot.appendingPathComponent("Tests/Fixtures/openai-sdk/client.py").path,
+                "http://127.0.0.1:\(port)/v1", clip.path, speech.path,
+            ])
+        #expect(sdk.status == 0, "\(sdk.stderr)")
+        let got = try #require(
+            try JSONSerialization.jsonObject(with: Data(sdk.stdout.utf8)) as? [String: Any], "\(sdk.stdout)")
+
+        let out = dir.appendingPathComponent("out")
+        #expect(try voxpipe(["run", spec.path, clip.path, "-o", out.path]).status == 0)
+        let replies =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: out.appendingPathComponent("speech-de/replies.json"))) as? [String: Any]
+        let text = try #require((replies?["turns"] as? [[String: Any]])?.first?["transcription"] as? String)
+        #expect(text.hasPrefix("Guten Morgen"))
+        #expect(got["json"] as? String == text)
+        #expect(got["verbose_json"] as? String == text)
+        #expect((got["text"] as? String)?.trimmingCharacters(in: .newlines) == text)
+        #expect((got["segments"] as? Int ?? 0) > 0)
+        #expect((got["srt"] as? String)?.hasPrefix("1\n00:00:0") == true, "\(got)")
+        #expect((got["vtt"] as? String)?.hasPrefix("WEBVTT") == true, "\(got)")
+        #expect(got["models"] as? [String] == ["lesson-tutor"])
+        let probe = try run(
+            "/usr/bin/env",
+            ["ffprobe", "-v", "error", "-show_entries", "stream=codec_name", "-of", "default=nw=1:nk=1", speech.path])
+        #expect(probe.status == 0 && probe.stdout.contains("pcm_s16le"), "\(probe.stdout)\(probe.stderr)")
+    }
+}
