@@ -7,12 +7,11 @@ import VoxTestSupport
 extension ServeCommandTests {
     @Test func voxpipesOpenAIProvidersRunAgainstVoxpipeServe() throws {
         let dir = temporaryDirectory()
-        let (server, port) = try serve([packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json").path])
-        defer {
-            server.terminate()
-            server.waitUntilExit()
-        }
-        let clip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
+        try servingTheTutor { port in try providersAgainst(port: port, in: dir) }
+    }
+
+    func providersAgainst(port: Int, in dir: URL) throws {
+        let clip = germanClip
         let base = "http://127.0.0.1:\(port)/v1"
         func spec(_ transcribe: String) throws -> URL {
             try writeSpec(
@@ -71,30 +70,20 @@ extension ServeCommandTests {
     @Test(.enabled(if: openAISDK, "needs the openai Python package (make setup installs it)"))
     func theOfficialOpenAISDKGetsTheSameTextAsRunInEveryFormatAndSpeechFFprobeReads() throws {
         let dir = temporaryDirectory()
-        let spec = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")
-        let clip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
-        let (server, port) = try serve([spec.path])
-        defer {
-            server.terminate()
-            server.waitUntilExit()
-        }
         let speech = dir.appendingPathComponent("speech.wav")
-        let sdk = try run(
-            "/usr/bin/env",
-            [
-                "python3", packageRoot.appendingPathComponent("Tests/Fixtures/openai-sdk/client.py").path,
-                "http://127.0.0.1:\(port)/v1", clip.path, speech.path,
-            ])
+        let sdk = try servingTheTutor { port in
+            try run(
+                "/usr/bin/env",
+                [
+                    "python3", packageRoot.appendingPathComponent("Tests/Fixtures/openai-sdk/client.py").path,
+                    "http://127.0.0.1:\(port)/v1", germanClip.path, speech.path,
+                ])
+        }
         #expect(sdk.status == 0, "\(sdk.stderr)")
         let got = try #require(
             try JSONSerialization.jsonObject(with: Data(sdk.stdout.utf8)) as? [String: Any], "\(sdk.stdout)")
 
-        let out = dir.appendingPathComponent("out")
-        #expect(try voxpipe(["run", spec.path, clip.path, "-o", out.path]).status == 0)
-        let replies =
-            try JSONSerialization.jsonObject(
-                with: Data(contentsOf: out.appendingPathComponent("speech-de/replies.json"))) as? [String: Any]
-        let text = try #require((replies?["turns"] as? [[String: Any]])?.first?["transcription"] as? String)
+        let text = try #require(try batchTurn(in: dir)["transcription"] as? String)
         #expect(text.hasPrefix("Guten Morgen"))
         #expect(got["json"] as? String == text)
         #expect(got["verbose_json"] as? String == text)
