@@ -25,6 +25,9 @@ public struct ServeSettings: Sendable {
     public var agora = AgoraSettings()
     /// Accept an API key in a request body (for that request's HTTP providers); ignored otherwise.
     public var allowClientKeys = false
+    /// Keys a client of the OpenAI routes (`/v1/…`) must send as `Authorization: Bearer <key>`;
+    /// empty: those routes are open (as the tutor routes always are).
+    public var apiKeys: [String] = []
     /// Answer a clip with no speech with 422 (`no_speech`) instead of an empty turn.
     public var noSpeechIsError = false
     /// The longest clip taken as one turn.

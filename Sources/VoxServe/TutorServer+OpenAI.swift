@@ -25,8 +25,9 @@ extension TutorServer {
     }
 
     func addOpenAIRoutes(to router: Router<BasicRequestContext>) {
-        router.get("/v1/models") { _, _ in
-            self.json(
+        router.get("/v1/models") { request, _ in
+            if let refused = self.unauthorized(request) { return self.openAIError(refused) }
+            return self.json(
                 200,
                 [
                     "object": "list",
@@ -40,6 +41,7 @@ extension TutorServer {
         for (path, handler) in routes {
             router.post(RouterPath(path)) { request, _ in
                 await self.counted(path) {
+                    if let refused = self.unauthorized(request) { return (self.openAIError(refused), refused) }
                     do {
                         return (try await handler(request), nil)
                     } catch {
@@ -185,6 +187,22 @@ extension TutorServer {
 
     func audio(_ data: Data, type: String) -> Response {
         Response(status: .ok, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+
+    /// 401 when the server has keys and the request's bearer token is none of them.
+    func unauthorized(_ request: Request) -> ServeError? {
+        guard !settings.apiKeys.isEmpty else { return nil }
+        let header = request.headers[.authorization] ?? ""
+        guard header.lowercased().hasPrefix("bearer ") else {
+            return ServeError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key>")
+        }
+        let token = Array(header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces).utf8)
+        // Compared in time that does not depend on where a guess goes wrong.
+        let known = settings.apiKeys.contains { key in
+            let bytes = Array(key.utf8)
+            return bytes.count == token.count && zip(bytes, token).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+        }
+        return known ? nil : ServeError(401, "invalid_api_key", "incorrect API key provided")
     }
 
     /// A failure in OpenAI's error shape.

@@ -34,6 +34,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Pipeline requests run at once (default: number of cores).") var concurrency: Int?
     @Option(help: "Pipeline requests that may wait; beyond them 503 with Retry-After.") var queue = 32
     @Option(help: ArgumentHelp("Longest clip taken as one turn.", valueName: "seconds")) var maxClip: Double = 300
+    @Option(
+        help: ArgumentHelp(
+            "File of keys (one a line) the /v1 routes require as a bearer token (default: $VOXPIPE_SERVE_API_KEY).",
+            valueName: "path"))
+    var apiKeyFile: String?
     @Flag(help: "Answer a clip with no speech with 422 instead of success with an empty transcription.")
     var noSpeechIsError = false
     @Flag(help: "Use an API key sent in a request body for that request's providers (ignored otherwise).")
@@ -47,6 +52,26 @@ struct ServeCommand: AsyncParsableCommand {
         if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
         guard queue >= 0 else { throw ValidationError("--queue must be 0 or more") }
         guard maxClip > 0 else { throw ValidationError("--max-clip must be positive") }
+    }
+
+    /// The keys the /v1 routes take, registered with `secrets`: from --api-key-file, else
+    /// $VOXPIPE_SERVE_API_KEY; none: open.
+    func serverKeys(secrets: Secrets) throws -> [String] {
+        var keys: [String]
+        if let apiKeyFile {
+            guard let text = try? String(contentsOfFile: apiKeyFile, encoding: .utf8) else {
+                throw VoxError(.usage, "cannot read the API key file \(apiKeyFile)")
+            }
+            keys = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard keys.contains(where: { !$0.isEmpty }) else {
+                throw VoxError(.usage, "the API key file \(apiKeyFile) holds no key")
+            }
+        } else {
+            keys = ProcessInfo.processInfo.environment["VOXPIPE_SERVE_API_KEY"].map { [$0] } ?? []
+        }
+        keys = keys.filter { !$0.isEmpty }
+        keys.forEach(secrets.register)
+        return keys
     }
 
     func run() async throws {
@@ -72,6 +97,7 @@ struct ServeCommand: AsyncParsableCommand {
             let context = makeContext(
                 plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: logger)
             settings.agora = try agora.load(secrets: context.secrets)
+            settings.apiKeys = try serverKeys(secrets: context.secrets)
             let pipeline = try await TutorPipeline(
                 spec: plan.spec, baseDirectory: specURL.deletingLastPathComponent(), name: plan.name,
                 registry: makeRegistry(), context: context, maxClipSeconds: maxClip)

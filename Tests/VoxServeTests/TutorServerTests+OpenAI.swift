@@ -136,3 +136,26 @@ extension TutorServerTests {
         }
     }
 }
+
+extension TutorServerTests {
+    @Test func withKeysTheOpenAIRoutesTakeOnlyAKnownBearerTokenAndTheTutorRoutesStayOpen() async throws {
+        let server = try await ServerFixture.start(spec: lessonTutor) { $0.apiKeys = ["sk-serve-one", "sk-serve-two"] }
+        let cases: [([(String, String)], Int, String?)] = [
+            ([], 401, "missing API key: send Authorization: Bearer <key>"),
+            ([("Authorization", "Bearer sk-serve-on")], 401, "incorrect API key provided"),
+            ([("Authorization", "Bearer sk-serve-one!")], 401, "incorrect API key provided"),
+            ([("Authorization", "Bearer sk-serve-two")], 200, nil),
+        ]
+        for (headers, status, message) in cases {
+            let models = try await server.call("GET", "/v1/models", headers: headers)
+            #expect(models.status == status, "\(headers)")
+            let error = models.json["error"] as? [String: Any]
+            #expect(error?["message"] as? String == message)
+            if message != nil { #expect(error?["code"] as? String == "invalid_api_key") }
+        }
+        let speech = try await server.post("/v1/audio/speech", ["input": "Hallo"])
+        #expect(speech.status == 401)
+        let turn = try await server.post("\(api)/process-text", ["text": "Hallo!"])
+        #expect(turn.status == 200)
+    }
+}

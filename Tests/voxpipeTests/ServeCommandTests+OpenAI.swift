@@ -98,3 +98,11 @@ extension ServeCommandTests {
         #expect(probe.status == 0 && probe.stdout.contains("pcm_s16le"), "\(probe.stdout)\(probe.stderr)")
     }
 }
+
+extension ServeCommandTests {
+    @Test func anUnreadableAPIKeyFileIsAUsageErrorBeforeAnythingLoads() throws {
+        let result = try voxpipe(["serve", lessonTutor.path, "--api-key-file", "/nonexistent/keys", "--port", "0"])
+        #expect(result.status == 64)
+        #expect(result.stderr == "voxpipe: error: cannot read the API key file /nonexistent/keys\n")
+    }
+}
