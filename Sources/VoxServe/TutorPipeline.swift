@@ -26,6 +26,17 @@ public final class TutorPipeline: Sendable {
     let rateConversion: (any RateConversion)?
     /// The keys in use (the providers' and the clients'): redacted from every answer and log line.
     let secrets: Secrets
+    /// What the pipeline was made from, to make a variant of it (`translating()`).
+    let source: Source
+
+    struct Source: Sendable {
+        var spec: JSONValue
+        var baseDirectory: URL
+        var name: String
+        var registry: StageRegistry
+        var context: StageContext
+        var maxClipSeconds: Double
+    }
 
     /// Plans the spec for serving and prepares every stage once (models load here): throws
     /// `VoxError(.invalidSpec)` for a spec without transcribe, reply and synthesize stages, and
@@ -34,6 +45,9 @@ public final class TutorPipeline: Sendable {
         spec: JSONValue, baseDirectory: URL, name: String, registry: StageRegistry, context: StageContext,
         maxClipSeconds: Double
     ) async throws {
+        source = Source(
+            spec: spec, baseDirectory: baseDirectory, name: name, registry: registry, context: context,
+            maxClipSeconds: maxClipSeconds)
         let served = try Self.servedSpec(spec, registry: registry, maxClipSeconds: maxClipSeconds)
         let plan = try Planner.plan(json: served, baseDirectory: baseDirectory, defaultName: name, registry: registry)
         self.plan = plan
@@ -68,6 +82,27 @@ public final class TutorPipeline: Sendable {
     }
 
     deinit { try? FileManager.default.removeItem(at: scratch) }
+
+    /// The same spec with its whisper transcribe stages translating into English (`task`
+    /// translate); nil when no transcribe stage's provider is whisper.
+    public func translating() async throws -> TutorPipeline? {
+        guard var top = source.spec.objectValue, var stages = top["stages"]?.arrayValue else { return nil }
+        var found = false
+        for (i, stage) in stages.enumerated() {
+            guard var object = stage.objectValue, object["kind"]?.stringValue == "transcribe",
+                var provider = object["provider"]?.objectValue, provider["name"]?.stringValue == "whisper"
+            else { continue }
+            provider["task"] = .string("translate")
+            object["provider"] = .object(provider)
+            stages[i] = .object(object)
+            found = true
+        }
+        guard found else { return nil }
+        top["stages"] = .array(stages)
+        return try await TutorPipeline(
+            spec: .object(top), baseDirectory: source.baseDirectory, name: source.name, registry: source.registry,
+            context: source.context, maxClipSeconds: source.maxClipSeconds)
+    }
 
     /// The spec as served: `from` made explicit, writers and everything fed by them left out,
     /// every chunk stage in mode whole up to `maxClipSeconds`.

@@ -13,6 +13,7 @@ import VoxWrite
 ///                                   response_format (json, text, srt, vtt, verbose_json),
 ///                                   timestamp_granularities[] (segment, word)
 ///
+///   POST /v1/audio/translations     as transcriptions, into English (a whisper transcribe stage)
 ///   POST /v1/audio/speech           JSON: input, model, voice, speed, response_format (mp3, opus,
 ///                                   aac, flac, wav, pcm: 16-bit mono at 24 kHz)
 ///
@@ -37,6 +38,7 @@ extension TutorServer {
         let routes: [(String, @Sendable (Request) async throws -> Response)] = [
             ("/v1/audio/speech", { try await self.speech($0) }),
             ("/v1/audio/transcriptions", { try await self.transcription($0) }),
+            ("/v1/audio/translations", { try await self.transcription($0, translate: true) }),
         ]
         for (path, handler) in routes {
             router.post(RouterPath(path)) { request, _ in
@@ -54,7 +56,9 @@ extension TutorServer {
         }
     }
 
-    func transcription(_ request: Request) async throws -> Response {
+    /// A transcription, or with `translate` an English translation (the spec's whisper stage with
+    /// task translate, made on first use).
+    func transcription(_ request: Request, translate: Bool = false) async throws -> Response {
         let limit = settings.maxBodyBytes
         let type = request.headers[.contentType] ?? ""
         guard type.lowercased().hasPrefix("multipart/form-data"), let boundary = Multipart.boundary(type) else {
@@ -91,12 +95,17 @@ extension TutorServer {
         guard head.count >= FileSniffer.minimumBytes, let sniffed = FileSniffer.format(of: head) else {
             throw ServeError(415, "unknown_audio", "file: not a known audio format")
         }
+        let pipeline = translate ? try await translator.pipeline(from: self.pipeline) : self.pipeline
+        guard let pipeline else {
+            throw ServeError.badRequest(
+                "cannot_translate", "the served spec's transcribe provider cannot translate (whisper can)")
+        }
         let upload = pipeline.uploads.appendingPathComponent("upload-\(UUID().uuidString).\(Self.ext(sniffed))")
         try file.data.write(to: upload)
         defer { try? FileManager.default.removeItem(at: upload) }
         // Its own conversation: a transcription is no tutor turn.
         let answer = try await runPipeline(upload: upload, channel: "openai-\(UUID().uuidString)") {
-            try await self.pipeline.answer(audioFile: upload, conversation: Conversation())
+            try await pipeline.answer(audioFile: upload, conversation: Conversation())
         }
         let transcripts = answer.transcripts.filter { !$0.text.allSatisfy(\.isWhitespace) }
         switch format {
@@ -126,7 +135,8 @@ extension TutorServer {
                 }
             }
             var object: [String: Any] = [
-                "task": "transcribe", "language": transcripts.first?.language ?? field("language") ?? "",
+                "task": translate ? "translate" : "transcribe",
+                "language": transcripts.first?.language ?? field("language") ?? "",
                 "duration": transcripts.last?.chunk.end ?? 0, "text": answer.transcription, "segments": segments,
             ]
             if granularities.contains("word") {
@@ -217,6 +227,17 @@ extension TutorServer {
         Response(
             status: .ok, headers: [.contentType: type],
             body: .init(byteBuffer: ByteBuffer(data: pipeline.secrets.redact(Data(body.utf8)))))
+    }
+}
+
+/// The served spec translating, made on first use (it loads its stages as serve did at start).
+actor Translator {
+    private var made: Task<TutorPipeline?, any Error>?
+
+    func pipeline(from served: TutorPipeline) async throws -> TutorPipeline? {
+        let task = made ?? Task { try await served.translating() }
+        made = task
+        return try await task.value
     }
 }
 

@@ -35,6 +35,7 @@ public final class TutorServer: Sendable {
     /// Each device's session, named by the cookie its join set.
     let devices: DeviceSessions
     let turnOrder = TurnOrder()
+    let translator = Translator()
     let conversations: Conversations
     let logger: Logger
     /// Whether the ignored-client-key warning was given (it is given once).

@@ -159,3 +159,22 @@ extension TutorServerTests {
         #expect(turn.status == 200)
     }
 }
+
+extension TutorServerTests {
+    @Test func translationsAnswerInEnglishFromTheSpecsWhisperStage() async throws {
+        let server = try await SharedServer.tutor.value
+        let clip = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-de.m4a"))
+        let (body, type) = Self.multipart([("model", "whisper-1"), ("response_format", "verbose_json")], file: clip)
+        var request = HTTPRequest(
+            method: "POST", url: "http://127.0.0.1:\(server.port)/v1/audio/translations",
+            headers: [("Content-Type", type)], body: body)
+        request.timeout = 300
+        let response = try await server.client.perform(request)
+        #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+        let object = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+        let text = try #require(object["text"] as? String)
+        #expect(object["task"] as? String == "translate")
+        #expect(text.lowercased().contains("good morning"), "\(text)")
+        #expect(!text.contains("Guten Morgen"))
+    }
+}
