@@ -34,10 +34,12 @@ struct ServeFailureTests {
         return url
     }
 
-    /// Waits (without sleeping) until the fake has seen a chat request: the reply stage is then busy.
-    func chatArrived(_ fake: FakeOpenAIServer) throws {
+    /// Waits until the fake has seen a chat request: the reply stage is then busy. It yields its
+    /// thread between looks: a loop that held it could starve the very turn it waits for (the
+    /// test process has as many pool threads as cores).
+    func chatArrived(_ fake: FakeOpenAIServer) async throws {
         while try !fake.log().contains(where: { ($0["path"] as? String) == "/v1/chat/completions" }) {
-            try Task.checkCancellation()
+            try await Task.sleep(for: .milliseconds(10))
         }
     }
 
@@ -75,7 +77,7 @@ struct ServeFailureTests {
             let answer = try await server.post("\(api)/process-text", ["text": "Hello there"])
             return (answer.status, answer.json["error"] as? String)
         }
-        try chatArrived(fake)
+        try await chatArrived(fake)
 
         let refused = try await server.post("\(api)/process-text", ["text": "Hello again"])
         #expect(refused.status == 503)

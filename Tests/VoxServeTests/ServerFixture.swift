@@ -30,6 +30,9 @@ final class ServerFixture: Sendable {
         settings.host = "127.0.0.1"
         settings.port = 0
         settings.agora.appID = "test-app"
+        // A long turn timeout unless a test sets its own: the whole suite runs beside a test's
+        // server, on a machine that may be busy, and a slow turn is not what these tests test.
+        settings.timeout = 900
         configure(&settings)
         let logger =
             logs?.logger(label: "voxpipe.serve.test")
@@ -64,7 +67,7 @@ final class ServerFixture: Sendable {
         var request = HTTPRequest(
             method: method, url: "http://127.0.0.1:\(port)\(path)",
             headers: [("Content-Type", "application/json")] + headers, body: body)
-        request.timeout = 300
+        request.timeout = 1200
         let response = try await client.perform(request)
         let json = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
         return (response.status, response.headers, json)

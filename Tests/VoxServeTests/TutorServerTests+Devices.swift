@@ -88,7 +88,8 @@ extension TutorServerTests {
             // Until it queues (no sleeping); a turn that does not wait ends instead, and the test fails.
             while await order.waiters(channel) < n {
                 try #require(ended.turns.isEmpty, "turn \(n) ran while the session's turn was held")
-                await Task.yield()
+                // Gives the pool thread back while it looks again (a yield alone can keep it).
+                try await Task.sleep(for: .milliseconds(5))
             }
         }
         #expect(ended.turns.isEmpty)

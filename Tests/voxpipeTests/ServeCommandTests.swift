@@ -15,7 +15,9 @@ struct ServeCommandTests {
     func serve(_ arguments: [String]) throws -> (Process, Int) {
         let process = Process()
         process.executableURL = voxpipeBinary
-        process.arguments = ["serve"] + arguments + ["--port", "0"]
+        // A long turn timeout unless the test sets one: the suite may share a busy machine.
+        let timeout = arguments.contains("--timeout") ? [] : ["--timeout", "900"]
+        process.arguments = ["serve"] + arguments + timeout + ["--port", "0"]
         let err = Pipe()
         process.standardError = err
         process.standardOutput = FileHandle.nullDevice
