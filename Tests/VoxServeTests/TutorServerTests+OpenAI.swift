@@ -30,7 +30,7 @@ extension TutorServerTests {
         var request = HTTPRequest(
             method: "POST", url: "http://127.0.0.1:\(server.port)/v1/audio/transcriptions",
             headers: [("Content-Type", type)], body: body)
-        request.timeout = 300
+        request.timeout = 1200
         let response = try await server.client.perform(request)
         return (response.status, response.headers, String(decoding: response.body, as: UTF8.self))
     }
@@ -95,7 +95,7 @@ extension TutorServerTests {
         var request = HTTPRequest(
             method: "POST", url: "http://127.0.0.1:\(server.port)/v1/audio/speech",
             headers: [("Content-Type", "application/json")], body: try JSONSerialization.data(withJSONObject: object))
-        request.timeout = 300
+        request.timeout = 1200
         let response = try await server.client.perform(request)
         return (response.status, response.headers, response.body)
     }
@@ -168,7 +168,7 @@ extension TutorServerTests {
         var request = HTTPRequest(
             method: "POST", url: "http://127.0.0.1:\(server.port)/v1/audio/translations",
             headers: [("Content-Type", type)], body: body)
-        request.timeout = 300
+        request.timeout = 1200
         let response = try await server.client.perform(request)
         #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
         let object = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])

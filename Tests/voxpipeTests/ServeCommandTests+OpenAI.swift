@@ -26,7 +26,9 @@ extension ServeCommandTests {
                 """, in: dir, name: "\(UUID().uuidString).json")
         }
         let local = try spec(#"{"name": "whisper", "model": "base", "language": "de"}"#)
-        let remote = try spec(#"{"name": "openai", "baseURL": "\#(base)", "maxRetries": 0}"#)
+        // Patient: the server sends nothing while it decodes, and the machine may be busy.
+        let remote = try spec(
+            #"{"name": "openai", "baseURL": "\#(base)", "maxRetries": 0, "timeout": 900, "lowSpeedSeconds": 900}"#)
         var texts: [String] = []
         for (name, spec) in [("local", local), ("remote", remote)] {
             let out = dir.appendingPathComponent(name)
@@ -50,7 +52,7 @@ extension ServeCommandTests {
               {"id": "read", "kind": "read-text", "language": "de"},
               {"id": "echo", "kind": "reply", "provider": {"name": "rules", "rules": "echo-rules.json"}},
               {"id": "say", "kind": "synthesize", "provider": {"name": "openai", "baseURL": "\(base)",
-                "maxRetries": 0}},
+                "maxRetries": 0, "timeout": 900, "lowSpeedSeconds": 900}},
               {"id": "audio", "kind": "write-wav"}
             ]}
             """, in: dir, name: "speak.json")

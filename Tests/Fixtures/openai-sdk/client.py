@@ -8,7 +8,7 @@ import sys
 from openai import OpenAI
 
 base_url, clip, speech_out = sys.argv[1:4]
-client = OpenAI(base_url=base_url, api_key="sk-unused", max_retries=0)
+client = OpenAI(base_url=base_url, api_key="sk-unused", max_retries=0, timeout=1200)
 out = {}
 for response_format in ["json", "text", "srt", "vtt", "verbose_json"]:
     with open(clip, "rb") as audio:
