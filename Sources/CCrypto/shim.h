@@ -1,3 +1,2 @@
 #pragma once
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
