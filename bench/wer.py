@@ -40,4 +40,5 @@ def main():
     print(f"{'WER':<22} {n:>9} " + " ".join(f"{100 * t / n:>21.1f}%" for t in totals))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -60,16 +60,9 @@ JSON
 # WER of the transcript.txt files under an output folder against the references, in percent.
 wer() {
   python3 - "$W/refs.tsv" "$1" <<'PY'
-import os, re, sys
-def words(text):
-    return re.sub(r"[^a-z' ]+", " ", text.lower()).split()
-def edits(ref, hyp):
-    d = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, d[0] = d[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
-    return d[len(hyp)]
+import os, sys
+sys.path.insert(0, "bench")
+from wer import edits, words  # the WER make bench uses
 refs = [l.rstrip("\n").split("\t", 1) for l in open(sys.argv[1]) if l.strip()]
 e = n = 0
 for name, ref in refs:
