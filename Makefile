@@ -17,9 +17,10 @@ build-debug: setup
 
 # The unit and command-line tests, the Kubernetes example checked against the API schema, the
 # interop run against real third-party OpenAI-compatible servers when they are installed, then
-# the Slurm cluster test when it can run here (root; each says why when it skips).
+# the Slurm cluster test when it can run here (root; each says why when it skips). The Swift tests
+# run under a watchdog that names the tests of a run that hangs (scripts/swift-test.sh).
 test: setup
-	$(SWIFT) test --disable-xctest
+	@SWIFT=$(SWIFT) scripts/swift-test.sh
 	@scripts/validate-deploy.sh
 	@VOXPIPE=$(DEBUG_BIN) scripts/interop.sh --if-possible
 	@scripts/cluster-test.sh --if-possible

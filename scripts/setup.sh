@@ -44,3 +44,4 @@ fi
 "$(dirname "$0")/setup-whisper.sh"
 # Third-party OpenAI-compatible servers for make interop (never fails setup; interop says why it skips).
 "$(dirname "$0")/setup-interop.sh"
+[ "$SECONDS" -lt 5 ] || echo "setup: ready in ${SECONDS} s" >&2

@@ -19,8 +19,10 @@ public final class FakeOpenAIServer: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        // Python starts in a second or so, much longer on a busy machine: wait while it runs.
         var port: Int?
-        for _ in 0..<200 where port == nil {
+        let deadline = ContinuousClock.now + .seconds(300)
+        while port == nil && process.isRunning && ContinuousClock.now < deadline {
             port = (try? String(contentsOf: portFile, encoding: .utf8)).flatMap { Int($0) }
             if port == nil { usleep(25_000) }
         }
@@ -65,7 +67,7 @@ public final class FakeOpenAIServer: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments =
-            ["curl", "-s", "-X", method, "http://127.0.0.1:\(port)\(path)"]
+            ["curl", "-s", "--max-time", "600", "-X", method, "http://127.0.0.1:\(port)\(path)"]
             + (body.map { ["--data-binary", String(decoding: $0, as: UTF8.self)] } ?? [])
         let out = Pipe()
         process.standardOutput = out

@@ -52,7 +52,7 @@ func run(
     process.standardError = try FileHandle(forWritingTo: err)
     process.standardInput = FileHandle.nullDevice
     try process.run()
-    process.waitUntilExit()
+    waitOrKill(process, arguments)
     return Invocation(
         status: process.terminationStatus,
         stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
@@ -90,7 +90,7 @@ struct Running {
     }
 
     func wait() -> Invocation {
-        process.waitUntilExit()
+        waitOrKill(process, process.arguments ?? [])
         defer {
             try? FileManager.default.removeItem(at: out)
             try? FileManager.default.removeItem(at: err)
@@ -141,6 +141,18 @@ func outputHashes(_ dir: URL) throws -> [String: String] {
         hashes[path] = try sha256(dir.appendingPathComponent(path))
     }
     return hashes
+}
+
+/// Waits for a child process, at most `limit` (20 minutes: a run in these tests takes seconds, a
+/// minute or two on a busy machine); one still going then hangs: it is killed and the test fails
+/// naming it, so a hang fails one test instead of stopping the whole run.
+func waitOrKill(_ process: Process, _ arguments: [String], limit: Duration = .seconds(1200)) {
+    if !waitUntil(limit: limit, { !process.isRunning }) {
+        kill(process.processIdentifier, SIGKILL)
+        let program = process.executableURL?.lastPathComponent ?? "?"
+        Issue.record("\(program) \(arguments.joined(separator: " ")) still ran after \(limit): killed")
+    }
+    process.waitUntilExit()
 }
 
 /// Polls `condition` every few milliseconds until it holds (true) or `limit` passes (false): for
