@@ -187,10 +187,18 @@ public final class TutorServer: Sendable {
             guard await admission.enter() else {
                 throw ServeError(503, "overloaded", "the server is busy; try again shortly")
             }
-            defer { Task { await admission.leave() } }
-            // A request that timed out while it waited does not run.
-            try Task.checkCancellation()
-            return try await work()
+            // The slot is given back before the turn's task ends (awaited, not left to a task of
+            // its own), so a client that got its answer finds it free for the next request.
+            do {
+                // A request that timed out while it waited does not run.
+                try Task.checkCancellation()
+                let answer = try await work()
+                await admission.leave()
+                return answer
+            } catch {
+                await admission.leave()
+                throw error
+            }
         }
         do {
             return try await Deadline.race(turn, seconds: settings.timeout)

@@ -7,13 +7,14 @@
 
 Endpoints: GET /v1/models, POST /v1/audio/transcriptions, POST /v1/chat/completions,
 POST /v1/audio/speech, all checking `Authorization: Bearer KEY`. Control: POST /_faults with
-a JSON list of faults, each {"path": "/v1/...", "kind": "status"|"stall"|"truncate"|"invalid-json"|"quota"|
+a JSON list of faults, each {"path": "/v1/...", "kind": "status"|"stall"|"hold"|"truncate"|"invalid-json"|"quota"|
 "echo-html"|"echo", "status": 500, "retryAfter": 1, "seconds": 5, "count": 1}, served to the next matching requests
 ("echo-html": an HTML page listing the request's headers, the Authorization header first, as a misconfigured
 proxy answers; "echo": a normal answer whose text (transcription, chat reply) or audio (speech, in a chunk of
 its own) holds the Authorization header);
 GET /_log lists the requests seen (method, path, time, authorized; a chat request's messages) with no
-secret in it. POST /_script with a JSON list of chat `message` objects (content, tool_calls, in the
+secret in it. A "hold" fault keeps its request waiting until POST /_release (then answers 500), so a
+test can keep a request in flight for as long as it needs, whatever the machine's speed. POST /_script with a JSON list of chat `message` objects (content, tool_calls, in the
 real wire format) queues answers for the next chat requests that offer `tools`, one each."""
 import io
 import json
@@ -28,6 +29,7 @@ KEY = sys.argv[1]
 FAULTS = []
 SCRIPT = []
 LOG = []
+RELEASED = threading.Event()
 LOCK = threading.Lock()
 
 
@@ -102,6 +104,9 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 SCRIPT.extend(json.loads(body))
             return self.send(200, b"{}")
+        if self.path == "/_release":
+            RELEASED.set()
+            return self.send(200, b"{}")
         if self.path == "/_log":
             with LOCK:
                 return self.send(200, json.dumps(LOG).encode())
@@ -113,6 +118,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(f.get("status", 500), f"injected {f.get('status', 500)}", headers=headers)
             if kind == "quota":
                 return self.error(429, "You exceeded your current quota.", code="insufficient_quota")
+            if kind == "hold":
+                RELEASED.wait()
+                self.close_connection = True
+                return self.error(500, "held")
             if kind == "stall":
                 time.sleep(f.get("seconds", 5))
                 self.close_connection = True

@@ -36,9 +36,16 @@ struct ServeFailureTests {
 
     /// Waits until the fake has seen a chat request: the reply stage is then busy. It yields its
     /// thread between looks: a loop that held it could starve the very turn it waits for (the
-    /// test process has as many pool threads as cores).
-    func chatArrived(_ fake: FakeOpenAIServer) async throws {
+    /// test process has as many pool threads as cores). The turn it waits for is held by the fake
+    /// (a "hold" fault) and the server's timeout is long, so it arrives however slow the machine;
+    /// `limit` only ends a test whose turn never comes.
+    func chatArrived(_ fake: FakeOpenAIServer, limit: Duration = .seconds(900)) async throws {
+        let deadline = ContinuousClock.now + limit
         while try !fake.log().contains(where: { ($0["path"] as? String) == "/v1/chat/completions" }) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("no chat request reached the fake server within \(limit)")
+                throw CancellationError()
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -65,18 +72,16 @@ struct ServeFailureTests {
         #expect(chats.map { $0["authorized"] as? Bool } == [true, true, false])
     }
 
-    @Test func beyondTheQueueIs503WithRetryAfterHealthzStillAnswersAndATurnPastTheTimeoutIs504() async throws {
+    @Test func beyondTheQueueIs503WithRetryAfterAndHealthzStillAnswers() async throws {
         let fake = try FakeOpenAIServer(key: "sk-server")
+        // One turn at a time, none queued; the fake holds the first turn's chat request until
+        // released, so the second request comes while the first is surely running.
         let server = try await ServerFixture.start(spec: try spec(fake)) {
             $0.concurrency = 1
             $0.queue = 0
-            $0.timeout = 2
         }
-        try fake.inject([["path": "/v1/chat/completions", "kind": "stall", "seconds": 4, "count": 1]])
-        let slow = Task { () async throws -> (status: Int, error: String?) in
-            let answer = try await server.post("\(api)/process-text", ["text": "Hello there"])
-            return (answer.status, answer.json["error"] as? String)
-        }
+        try fake.inject([["path": "/v1/chat/completions", "kind": "hold", "count": 1]])
+        let slow = Task { try await server.post("\(api)/process-text", ["text": "Hello there"]).status }
         try await chatArrived(fake)
 
         let refused = try await server.post("\(api)/process-text", ["text": "Hello again"])
@@ -86,11 +91,24 @@ struct ServeFailureTests {
         let health = try await server.call("GET", "/healthz")
         #expect(health.status == 200)
 
-        let timedOut = try await slow.value
-        #expect(timedOut.status == 504)
-        #expect(timedOut.error == "the pipeline did not answer within 2 s")
+        try fake.release()
+        #expect(try await slow.value == 500)  // the held chat request ends in the fake's 500
         let metrics = try await server.text("/metrics")
         #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"overloaded\"} 1"))
+        let admitted = try await server.post("\(api)/process-text", ["text": "Hello again"])
+        #expect(admitted.status == 200, "a freed slot admits the next turn")
+    }
+
+    @Test func aTurnPastTheTimeoutIs504() async throws {
+        let fake = try FakeOpenAIServer(key: "sk-server")
+        let server = try await ServerFixture.start(spec: try spec(fake)) { $0.timeout = 2 }
+        // Held until the test ends: past any timeout, on any machine.
+        try fake.inject([["path": "/v1/chat/completions", "kind": "hold", "count": 1]])
+        let timedOut = try await server.post("\(api)/process-text", ["text": "Hello there"])
+        try fake.release()
+        #expect(timedOut.status == 504)
+        #expect(timedOut.json["error"] as? String == "the pipeline did not answer within 2 s")
+        let metrics = try await server.text("/metrics")
         #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"timeout\"} 1"))
     }
 }

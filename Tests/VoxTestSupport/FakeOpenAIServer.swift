@@ -52,6 +52,11 @@ public final class FakeOpenAIServer: @unchecked Sendable {
         _ = try call("POST", "/_faults", body: JSONSerialization.data(withJSONObject: faults))
     }
 
+    /// Ends every "hold" fault's wait (they answer 500), and those to come.
+    public func release() throws {
+        _ = try call("POST", "/_release")
+    }
+
     /// Queues chat answers for the next requests that offer tools: each a `message` object as the
     /// wire has it (`["tool_calls": [...]]` or `["content": "…"]`).
     public func script(_ messages: [[String: Any]]) throws {
