@@ -31,6 +31,7 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSampleRate", pkgConfig: "samplerate", apt: "libsamplerate0-dev"),
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
@@ -66,7 +67,7 @@ let package = Package(
         .target(
             name: "VoxServe",
             dependencies: [
-                "VoxCore", "VoxDecode", "VoxWrite",
+                "VoxCore", "VoxDecode", "VoxWrite", "CCrypto", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -105,6 +106,6 @@ let package = Package(
                 "VoxTestSupport", "VoxServe", "VoxHTTP", "VoxStages", "VoxResample", "VoxWrite", "VoxCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore"]),
+        .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore", "VoxServe"]),
     ]
 )

@@ -33,6 +33,11 @@ if ! python3 -c "import jsonschema" 2>/dev/null; then
   echo "setup: installing the jsonschema Python package" >&2
   python3 -m pip install -q jsonschema 2>/dev/null || python3 -m pip install -q --break-system-packages jsonschema
 fi
+# The official OpenAI Python SDK, the client the tests call voxpipe serve's /v1/audio routes with.
+if ! python3 -c "import openai" 2>/dev/null; then
+  echo "setup: installing the openai Python package" >&2
+  python3 -m pip install -q openai==3.51.0 2>/dev/null || python3 -m pip install -q --break-system-packages openai==3.51.0
+fi
 # A validator of Kubernetes manifests against the API's schemas, bundled (PyPI's
 # kubernetes-validate; scripts/validate-deploy.sh). Pinned: its default version is its newest schema.
 if ! command -v kubernetes-validate >/dev/null || [ "$(kubernetes-validate --version 2>/dev/null)" != 1.37.0 ]; then

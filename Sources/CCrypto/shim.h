@@ -1,2 +1,3 @@
 #pragma once
 #include <openssl/evp.h>
+#include <openssl/hmac.h>

@@ -21,10 +21,15 @@ public struct ServeSettings: Sendable {
     public var retryAfter = 1
     /// The spoken reply's format (mp3: the client saves `response.mp3`).
     public var audio = AudioEncoding(format: .mp3)
-    /// The real-time service's app id `join-with-bot` answers with.
-    public var appID = ""
-    /// Accept an API key in a request body (for that request's HTTP providers); refused otherwise.
+    /// The Agora project `join-with-bot` answers with: app id, and tokens when a certificate is given.
+    public var agora = AgoraSettings()
+    /// Accept an API key in a request body (for that request's HTTP providers); ignored otherwise.
     public var allowClientKeys = false
+    /// Keys a client of the OpenAI routes (`/v1/…`) must send as `Authorization: Bearer <key>`;
+    /// empty: those routes are open (as the tutor routes always are).
+    public var apiKeys: [String] = []
+    /// Answer a clip with no speech with 422 (`no_speech`) instead of an empty turn.
+    public var noSpeechIsError = false
     /// The longest clip taken as one turn.
     public var maxClipSeconds: Double = 300
     /// Channels whose conversations are remembered at once; the least recently used goes first.

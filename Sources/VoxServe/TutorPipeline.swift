@@ -20,11 +20,23 @@ public final class TutorPipeline: Sendable {
     let runner: Runner
     let transcribeIndex: Int
     let replyIndex: Int
+    let synthesizeIndex: Int
     let scratch: URL
     let logger: Logger
     let rateConversion: (any RateConversion)?
     /// The keys in use (the providers' and the clients'): redacted from every answer and log line.
     let secrets: Secrets
+    /// What the pipeline was made from, to make a variant of it (`translating()`).
+    let source: Source
+
+    struct Source: Sendable {
+        var spec: JSONValue
+        var baseDirectory: URL
+        var name: String
+        var registry: StageRegistry
+        var context: StageContext
+        var maxClipSeconds: Double
+    }
 
     /// Plans the spec for serving and prepares every stage once (models load here): throws
     /// `VoxError(.invalidSpec)` for a spec without transcribe, reply and synthesize stages, and
@@ -33,6 +45,9 @@ public final class TutorPipeline: Sendable {
         spec: JSONValue, baseDirectory: URL, name: String, registry: StageRegistry, context: StageContext,
         maxClipSeconds: Double
     ) async throws {
+        source = Source(
+            spec: spec, baseDirectory: baseDirectory, name: name, registry: registry, context: context,
+            maxClipSeconds: maxClipSeconds)
         let served = try Self.servedSpec(spec, registry: registry, maxClipSeconds: maxClipSeconds)
         let plan = try Planner.plan(json: served, baseDirectory: baseDirectory, defaultName: name, registry: registry)
         self.plan = plan
@@ -55,6 +70,7 @@ public final class TutorPipeline: Sendable {
         }
         transcribeIndex = transcribe.index
         replyIndex = reply.index
+        synthesizeIndex = synthesize.index
         logger = context.logger
         rateConversion = context.rateConversion
         secrets = context.secrets
@@ -66,6 +82,27 @@ public final class TutorPipeline: Sendable {
     }
 
     deinit { try? FileManager.default.removeItem(at: scratch) }
+
+    /// The same spec with its whisper transcribe stages translating into English (`task`
+    /// translate); nil when no transcribe stage's provider is whisper.
+    public func translating() async throws -> TutorPipeline? {
+        guard var top = source.spec.objectValue, var stages = top["stages"]?.arrayValue else { return nil }
+        var found = false
+        for (i, stage) in stages.enumerated() {
+            guard var object = stage.objectValue, object["kind"]?.stringValue == "transcribe",
+                var provider = object["provider"]?.objectValue, provider["name"]?.stringValue == "whisper"
+            else { continue }
+            provider["task"] = .string("translate")
+            object["provider"] = .object(provider)
+            stages[i] = .object(object)
+            found = true
+        }
+        guard found else { return nil }
+        top["stages"] = .array(stages)
+        return try await TutorPipeline(
+            spec: .object(top), baseDirectory: source.baseDirectory, name: source.name, registry: source.registry,
+            context: source.context, maxClipSeconds: source.maxClipSeconds)
+    }
 
     /// The spec as served: `from` made explicit, writers and everything fed by them left out,
     /// every chunk stage in mode whole up to `maxClipSeconds`.
@@ -112,6 +149,8 @@ public final class TutorPipeline: Sendable {
         /// The spoken reply (all of it, when the reply was spoken in parts); nil when there was
         /// no reply to speak.
         public var speech: AudioChunk?
+        /// What the transcribe stage gave, in order (none for a text turn).
+        public var transcripts: [Transcript] = []
     }
 
     /// Transcribes a clip (a file in any format the decoder reads) as one turn and answers it.
@@ -128,6 +167,40 @@ public final class TutorPipeline: Sendable {
         let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
         let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "text", outputName: "request")
         return try await run(item, value: transcript, at: replyIndex, conversation: conversation)
+    }
+
+    /// Speaks `text` as it is: the stages from synthesize on (no reply).
+    public func speak(text: String) async throws -> AudioChunk? {
+        let chunk = AudioChunk(
+            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 0, index: 0, cut: .text)
+        let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
+        let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "speech", outputName: "request")
+        let reply = Reply(transcript: transcript, text: text)
+        return try await run(item, value: reply, at: synthesizeIndex, conversation: Conversation()).speech
+    }
+
+    /// Raw 16-bit little-endian mono PCM at `rate` (OpenAI's `pcm`: 24 kHz).
+    public func pcm16(_ speech: AudioChunk, rate: Int) throws -> Data {
+        var samples = speech.samples
+        let channels = speech.format.channels
+        if channels > 1 {
+            samples = stride(from: 0, to: samples.count - channels + 1, by: channels).map { start in
+                samples[start..<start + channels].reduce(0, +) / Float(channels)
+            }
+        }
+        if rate != speech.format.sampleRate {
+            guard let rateConversion else {
+                throw VoxError(.internal, "speech at \(speech.format.sampleRate) Hz needs a rate converter")
+            }
+            samples = try rateConversion.converter(channels: 1, from: speech.format.sampleRate, to: rate)
+                .convertAll(samples)
+        }
+        var data = Data(capacity: samples.count * 2)
+        for sample in samples {
+            let value = Int16(clamping: Int((max(-1, min(1, sample)) * 32767).rounded()))
+            withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
+        }
+        return data
     }
 
     func run(_ item: InputFile, value: any Payload, at start: Int, conversation: Conversation) async throws -> Answer {
@@ -166,14 +239,14 @@ public final class TutorPipeline: Sendable {
 /// Keeps what a turn's stages gave: transcripts, replies and speech, in order.
 final class TurnCollector: OutputSink, @unchecked Sendable {
     private let lock = NSLock()
-    private var transcripts: [String] = []
+    private var transcripts: [Transcript] = []
     private var replies: [String] = []
     private var speech: [AudioChunk] = []
 
     func collect(_ payload: any Payload) {
         lock.withLock {
             switch payload {
-            case let transcript as Transcript: transcripts.append(transcript.text)
+            case let transcript as Transcript: transcripts.append(transcript)
             case let reply as Reply: replies.append(reply.text)
             case let spoken as Speech: speech.append(spoken.audio)
             default: break
@@ -184,7 +257,7 @@ final class TurnCollector: OutputSink, @unchecked Sendable {
     /// The turn's answer; `text` is the transcription a text turn came with.
     func answer(text: String?) -> TutorPipeline.Answer {
         lock.withLock {
-            let transcription = text ?? transcripts.joined(separator: " ")
+            let transcription = text ?? transcripts.map(\.text).joined(separator: " ")
             var audio: AudioChunk?
             if var first = speech.first {
                 // A reply spoken in parts is one answer.
@@ -196,7 +269,7 @@ final class TurnCollector: OutputSink, @unchecked Sendable {
             }
             return TutorPipeline.Answer(
                 transcription: transcription.trimmingCharacters(in: .whitespacesAndNewlines),
-                reply: replies.joined(separator: " "), speech: audio)
+                reply: replies.joined(separator: " "), speech: audio, transcripts: transcripts)
         }
     }
 }

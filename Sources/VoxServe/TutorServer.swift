@@ -14,6 +14,13 @@ import VoxDecode
 ///   GET  {prefix}/status                            → {success, isRunning, channel, startedAt}
 ///   GET  /healthz, GET /metrics
 ///
+/// Each device's join sets a session cookie; calls carrying it talk on that device's channel, and
+/// its `stop` ends only that session. Calls without it use the body's channel, else the shared
+/// session's, else `default`. Turns of one channel run one at a time, in order.
+///
+/// A clip with no speech is a turn with nothing said: `success: true`, empty transcription, reply
+/// and audio (422 with `noSpeechIsError`).
+///
 /// Every failure is `{"success": false, "error": "…"}` with its status: 400 bad JSON, base64 or
 /// fields, 413 too large a body, 415 audio of no known format, 422 audio the pipeline cannot use,
 /// 500 a pipeline failure, 503 (with Retry-After) when every turn and queue place is taken, 504
@@ -23,9 +30,16 @@ public final class TutorServer: Sendable {
     let pipeline: TutorPipeline
     let metrics = ServeMetrics()
     let admission: Admission
+    /// The shared session: requests without a session cookie (and without a channel) talk on it.
     let session = BotSession()
+    /// Each device's session, named by the cookie its join set.
+    let devices: DeviceSessions
+    let turnOrder = TurnOrder()
+    let translator = Translator()
     let conversations: Conversations
     let logger: Logger
+    /// Whether the ignored-client-key warning was given (it is given once).
+    let ignoredKeyWarning = Once()
 
     /// The routes' names in metrics, besides the prefix.
     static let routes = ["/process-audio", "/process-text", "/join-with-bot", "/stop", "/status"]
@@ -38,6 +52,7 @@ public final class TutorServer: Sendable {
         self.logger = logger
         admission = Admission(limit: settings.concurrency, queue: settings.queue)
         conversations = Conversations(limit: settings.maxConversations)
+        devices = DeviceSessions(limit: settings.maxConversations)
     }
 
     /// Listens until the task is cancelled (or, with `signals`, SIGTERM/SIGINT arrive: then it
@@ -46,6 +61,7 @@ public final class TutorServer: Sendable {
     public func run(
         handlingSignals signals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
+        for warning in startupWarnings { logger.warning("\(warning)") }
         let app = Application(
             router: makeRouter(),
             configuration: ApplicationConfiguration(
@@ -59,6 +75,10 @@ public final class TutorServer: Sendable {
         }
     }
 
+    /// What the server says once at start: settings that a client will trip over (no app id, no
+    /// certificate for tokens).
+    public var startupWarnings: [String] { settings.agora.warnings }
+
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: JSONErrorMiddleware())
@@ -68,6 +88,7 @@ public final class TutorServer: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(string: self.metrics.render())))
         }
+        addOpenAIRoutes(to: router)
         let api = router.group(RouterPath(settings.routePrefix))
         api.post("/process-audio") { request, _ in
             await self.answer("/process-audio", request, pipeline: true) { try await self.processAudio($0) }
@@ -79,19 +100,12 @@ public final class TutorServer: Sendable {
             await self.answer("/join-with-bot", request) { try await self.join($0) }
         }
         api.post("/stop") { request, _ in
-            await self.answer("/stop", request, bodyRequired: false) { _ in
-                let previous = await self.session.stop()
-                if let previous { self.conversations.forget(previous) }
-                return [
-                    "success": true,
-                    "message": previous == nil ? "The bot was not running" : "The bot left the channel",
-                    "previousChannel": previous.map { $0 as Any } ?? NSNull(),
-                ]
-            }
+            await self.answer("/stop", request, bodyRequired: false) { try await self.stop($0) }
         }
         api.get("/status") { request, _ in
-            await self.answer("/status", request, bodyRequired: false) { _ in
-                let (channel, started) = await (self.session.channel, self.session.startedAt)
+            await self.answer("/status", request, bodyRequired: false) { exchange in
+                var (channel, started) = await (self.session.channel, self.session.startedAt)
+                if let device = exchange.session { (channel, started) = (device.channel, device.startedAt) }
                 return [
                     "success": true, "isRunning": channel != nil, "channel": channel.map { $0 as Any } ?? NSNull(),
                     "startedAt": started.map { Self.iso8601($0) as Any } ?? NSNull(),
@@ -103,7 +117,27 @@ public final class TutorServer: Sendable {
 
     // MARK: routes
 
-    func processAudio(_ body: [String: Any]) async throws -> [String: Any] {
+    /// Ends the cookie's session (only it), else the shared one; the cookie is cleared.
+    func stop(_ exchange: Exchange) async throws -> [String: Any] {
+        let previous: String?
+        if let id = exchange.sessionID, let ended = await devices.end(id) {
+            previous = ended.channel
+            if await session.channel == ended.channel { _ = await session.stop() }
+            exchange.setCookie = sessionCookie(nil)
+        } else {
+            previous = await session.stop()
+            if let previous { await devices.end(channel: previous) }
+        }
+        if let previous { conversations.forget(previous) }
+        return [
+            "success": true,
+            "message": previous == nil ? "The bot was not running" : "The bot left the channel",
+            "previousChannel": previous.map { $0 as Any } ?? NSNull(),
+        ]
+    }
+
+    func processAudio(_ exchange: Exchange) async throws -> [String: Any] {
+        let body = exchange.body
         guard let encoded = body["audio"] as? String, !encoded.isEmpty else {
             throw ServeError.badRequest("bad_request", "audio: expected the clip as a base64 string")
         }
@@ -120,12 +154,17 @@ public final class TutorServer: Sendable {
         let upload = pipeline.uploads.appendingPathComponent("upload-\(UUID().uuidString).\(Self.ext(format))")
         try audio.write(to: upload)
         defer { try? FileManager.default.removeItem(at: upload) }
-        let conversation = conversations.conversation(for: await channel(body))
-        let answer = try await runPipeline(upload: upload) {
+        let channel = await channel(exchange)
+        let conversation = conversations.conversation(for: channel)
+        let answer = try await runPipeline(upload: upload, channel: channel) {
             try await self.pipeline.answer(audioFile: upload, conversation: conversation)
         }
-        guard !answer.transcription.isEmpty else {
-            throw ServeError(422, "no_speech", "audio: no speech was recognised in the clip")
+        if answer.transcription.isEmpty {
+            // The learner thinking is a turn with nothing said: nothing to answer, nothing remembered.
+            if settings.noSpeechIsError {
+                throw ServeError(422, "no_speech", "audio: no speech was recognised in the clip")
+            }
+            return ["success": true, "transcription": "", "reply": "", "audio": ""]
         }
         return [
             "success": true, "transcription": answer.transcription, "reply": answer.reply,
@@ -133,19 +172,24 @@ public final class TutorServer: Sendable {
         ]
     }
 
-    func processText(_ body: [String: Any]) async throws -> [String: Any] {
-        guard let text = (body["text"] as? String)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty
+    func processText(_ exchange: Exchange) async throws -> [String: Any] {
+        guard let text = (exchange.body["text"] as? String)?.trimmingCharacters(in: .whitespacesAndNewlines),
+            !text.isEmpty
         else {
             throw ServeError.badRequest("bad_request", "text: expected the learner's words as a non-empty string")
         }
-        let conversation = conversations.conversation(for: await channel(body))
-        let answer = try await runPipeline(upload: nil) {
+        let channel = await channel(exchange)
+        let conversation = conversations.conversation(for: channel)
+        let answer = try await runPipeline(upload: nil, channel: channel) {
             try await self.pipeline.answer(text: text, conversation: conversation)
         }
         return ["success": true, "reply": answer.reply, "audio": try spoken(answer)]
     }
 
-    func join(_ body: [String: Any]) async throws -> [String: Any] {
+    /// Starts a session for the device (ending the one its cookie named) and sets its cookie; the
+    /// shared session moves to the new channel too, as it did before devices had sessions.
+    func join(_ exchange: Exchange) async throws -> [String: Any] {
+        let body = exchange.body
         let user: String
         switch body["userId"] {
         case let s as String where !s.isEmpty && s.count <= 128: user = s
@@ -156,20 +200,52 @@ public final class TutorServer: Sendable {
             throw ServeError.badRequest("bad_request", "userId: letters, digits, '-', '_' and '.' only")
         }
         let name = (body["userName"] as? String) ?? user
-        let (channel, previous) = await session.join(userID: user)
-        if let previous { conversations.forget(previous) }
+        if let id = exchange.sessionID, let ended = await devices.end(id) { conversations.forget(ended.channel) }
+        let now = Date()
+        let (channel, previous) = await session.join(userID: user, now: now)
+        // The channel the shared session left may be a device's: then it is that device's to end.
+        if let previous, await !devices.holds(channel: previous) { conversations.forget(previous) }
+        let (id, evicted) = await devices.start(
+            DeviceSession(channel: channel, startedAt: now, clientKey: exchange.clientKey))
+        for channel in evicted { conversations.forget(channel) }
+        exchange.setCookie = sessionCookie(id)
+        let token: String?
+        do {
+            token = try settings.agora.token(channel: channel)
+        } catch let error as AgoraTokenError {
+            throw ServeError(500, "token", "could not make the Agora token: \(error.message)")
+        }
         return [
-            "success": true, "appId": settings.appID, "channel": channel, "token": "",
+            "success": true, "appId": settings.agora.appID, "channel": channel, "token": token ?? NSNull(),
             "message": "The tutor joined \(channel) for \(name)",
         ]
     }
 
     // MARK: helpers
 
-    /// The channel a turn belongs to: the body's `channel`, else the session's, else the default.
-    func channel(_ body: [String: Any]) async -> String {
-        if let named = body["channel"] as? String, !named.isEmpty { return named }
+    /// The channel a turn belongs to: the cookie's session's, else the body's `channel`, else the
+    /// shared session's, else the default.
+    func channel(_ exchange: Exchange) async -> String {
+        if let device = exchange.session { return device.channel }
+        if let named = exchange.body["channel"] as? String, !named.isEmpty { return named }
         return await session.channel ?? Self.defaultChannel
+    }
+
+    /// The Set-Cookie value that names session `id` (nil: clears the cookie).
+    func sessionCookie(_ id: String?) -> String {
+        let path = settings.routePrefix.isEmpty ? "/" : settings.routePrefix
+        let value = id.map { "\(DeviceSessions.cookie)=\($0)" } ?? "\(DeviceSessions.cookie)=; Max-Age=0"
+        return "\(value); Path=\(path); HttpOnly; SameSite=Lax"
+    }
+
+    /// The session id a request's Cookie header names, if any.
+    static func sessionID(_ request: Request) -> String? {
+        let pairs = request.headers[values: .cookie].flatMap { $0.split(separator: ";") }
+        for pair in pairs {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, parts[0] == DeviceSessions.cookie, !parts[1].isEmpty { return parts[1] }
+        }
+        return nil
     }
 
     /// The spoken reply, base64, in the configured format; "" when there was no reply to speak.
@@ -179,23 +255,29 @@ public final class TutorServer: Sendable {
     }
 
     /// Runs a pipeline turn when admitted, within the timeout; failures become `ServeError`s.
+    /// Turns on one channel run one at a time, in the order they came (once admitted).
     func runPipeline(
-        upload: URL?, _ work: @escaping @Sendable () async throws -> TutorPipeline.Answer
+        upload: URL?, channel: String, _ work: @escaping @Sendable () async throws -> TutorPipeline.Answer
     ) async throws -> TutorPipeline.Answer {
         let admission = self.admission
+        let order = turnOrder
         let turn = Task { () async throws -> TutorPipeline.Answer in
             guard await admission.enter() else {
                 throw ServeError(503, "overloaded", "the server is busy; try again shortly")
             }
-            // The slot is given back before the turn's task ends (awaited, not left to a task of
-            // its own), so a client that got its answer finds it free for the next request.
+            // Admitted first, so a busy server still refuses; the turn before it holds a place already.
+            // Place and slot are given back before the turn's task ends (awaited, not left to tasks of
+            // their own), so a client that got its answer finds them free for its next request.
+            await order.acquire(channel)
             do {
                 // A request that timed out while it waited does not run.
                 try Task.checkCancellation()
                 let answer = try await work()
+                await order.release(channel)
                 await admission.leave()
                 return answer
             } catch {
+                await order.release(channel)
                 await admission.leave()
                 throw error
             }
@@ -221,37 +303,49 @@ public final class TutorServer: Sendable {
     /// Reads the body as a JSON object, answers, and counts the request.
     func answer(
         _ route: String, _ request: Request, pipeline: Bool = false, bodyRequired: Bool = true,
-        _ handler: @escaping @Sendable ([String: Any]) async throws -> [String: Any]
+        _ handler: @escaping @Sendable (Exchange) async throws -> [String: Any]
     ) async -> Response {
+        await counted(route) {
+            do {
+                var body = try await readObject(request, required: bodyRequired)
+                let key = try clientKey(&body)
+                let id = Self.sessionID(request)
+                let session: DeviceSession? = if let id { await devices[id] } else { nil }
+                let exchange = Exchange(body: body, sessionID: id, session: session, clientKey: key)
+                // A key the session's join brought serves its later turns (only with allowClientKeys).
+                var answer = try await ClientCredentials.$apiKey.withValue(key ?? session?.clientKey) {
+                    json(200, try await handler(exchange))
+                }
+                if let cookie = exchange.setCookie { answer.headers[.setCookie] = cookie }
+                return (answer, nil)
+            } catch {
+                let serveError =
+                    (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+                return (json(serveError.status, ["success": false, "error": serveError.message]), serveError)
+            }
+        }
+    }
+
+    /// Answers with `work`, counts the request in the metrics and logs a failure (503 gets
+    /// Retry-After).
+    func counted(_ route: String, _ work: () async -> (Response, ServeError?)) async -> Response {
         metrics.started()
         let started = ContinuousClock.now
-        var status = 200
-        var failure: String?
-        let response: Response
-        do {
-            var body = try await readObject(request, required: bodyRequired)
-            let key = try clientKey(&body)
-            response = try await ClientCredentials.$apiKey.withValue(key) { json(200, try await handler(body)) }
-        } catch {
-            let serveError =
-                (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
-            status = serveError.status
-            failure = serveError.reason
-            var answer = json(status, ["success": false, "error": serveError.message])
-            if status == 503 { answer.headers[.retryAfter] = String(settings.retryAfter) }
-            response = answer
+        var (response, failure) = await work()
+        if let failure {
+            if failure.status == 503 { response.headers[.retryAfter] = String(settings.retryAfter) }
             logger.log(
-                level: status >= 500 ? .warning : .info, "request failed",
+                level: failure.status >= 500 ? .warning : .info, "request failed",
                 metadata: [
-                    "http.route": .string(route), "http.status": .stringConvertible(status),
-                    "error": .string(self.pipeline.secrets.redact(serveError.message)),
+                    "http.route": .string(route), "http.status": .stringConvertible(failure.status),
+                    "error": .string(self.pipeline.secrets.redact(failure.message)),
                 ])
         }
         let elapsed = ContinuousClock.now - started
         metrics.finished(
-            route: route, status: status,
+            route: route, status: failure?.status ?? Int(response.status.code),
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-            failure: failure)
+            failure: failure?.reason)
         return response
     }
 
@@ -280,9 +374,11 @@ public final class TutorServer: Sendable {
         return object
     }
 
-    /// A key sent in the body, removed from it: refused unless `allowClientKeys`, and refused when
-    /// it holds a control character (it would inject a header upstream). An accepted key is
-    /// registered with the pipeline's secrets, so no answer, log line or recording shows it.
+    /// A key sent in the body, removed from it. Without `allowClientKeys` it is ignored (the
+    /// server's providers use their own keys) and the server says so once, naming the field, never
+    /// the key. With it, a key that holds a control character is refused (it would inject a header
+    /// upstream), and an accepted key is registered with the pipeline's secrets, so no answer, log
+    /// line or recording shows it.
     func clientKey(_ body: inout [String: Any]) throws -> String? {
         let names = body.keys.filter { name in
             let folded = name.lowercased().replacingOccurrences(of: "_", with: "")
@@ -290,10 +386,15 @@ public final class TutorServer: Sendable {
         }
         guard let name = names.first else { return nil }
         guard settings.allowClientKeys else {
-            throw ServeError.badRequest(
-                "client_key",
-                "\(name): API keys are not taken from requests; the server's providers use their own "
-                    + "(start it with --allow-client-keys to allow this)")
+            for name in names { body.removeValue(forKey: name) }
+            if ignoredKeyWarning.claim() {
+                logger.warning(
+                    """
+                    a request carried an API key (\(name)); keys from requests are ignored and the server's \
+                    providers use their own (start with --allow-client-keys to use them); said once
+                    """)
+            }
+            return nil
         }
         let key = body[name] as? String
         for name in names { body.removeValue(forKey: name) }
@@ -350,6 +451,38 @@ public final class TutorServer: Sendable {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: date)
+    }
+}
+
+/// One request as a route sees it: the JSON body (client keys removed), the device session its
+/// cookie names, the key it brought, and the cookie the answer sets.
+final class Exchange: @unchecked Sendable {
+    let body: [String: Any]
+    /// The cookie's session id, and the session when it is a live one.
+    let sessionID: String?
+    let session: DeviceSession?
+    let clientKey: String?
+    /// A Set-Cookie value for the answer.
+    var setCookie: String?
+
+    init(body: [String: Any], sessionID: String?, session: DeviceSession?, clientKey: String?) {
+        self.body = body
+        self.sessionID = sessionID
+        self.session = session
+        self.clientKey = clientKey
+    }
+}
+
+/// True for the first caller of `claim()` only.
+final class Once: @unchecked Sendable {
+    private let lock = NSLock()
+    private var claimed = false
+
+    func claim() -> Bool {
+        lock.withLock {
+            defer { claimed = true }
+            return !claimed
+        }
     }
 }
 

@@ -30,7 +30,7 @@ public enum TranscriptFormat: String, Sendable, CaseIterable {
     }
 
     /// The file's text for transcripts in time order (empty transcripts already left out).
-    func render(_ transcripts: [Transcript]) -> String {
+    public func render(_ transcripts: [Transcript]) -> String {
         let cues = Self.cues(transcripts)
         switch self {
         case .txt:

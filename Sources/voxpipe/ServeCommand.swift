@@ -27,15 +27,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0: a free one, printed on stderr).") var port = 8000
     @Option(help: "Path the API's routes live under.") var prefix = "/api/agora"
     @Option(help: "Format of the spoken reply (`audio`).") var audioFormat: AudioFormatChoice = .mp3
-    @Option(help: "The real-time service's app id that join-with-bot answers with (default: $VOXPIPE_APP_ID).")
-    var appId: String?
+    @OptionGroup(title: "Agora tokens for join-with-bot") var agora: AgoraOptions
     @Option(help: ArgumentHelp("Largest request body.", valueName: "MiB")) var maxBody = 16
     @Option(help: ArgumentHelp("Seconds a pipeline request may take, waiting included.", valueName: "seconds"))
     var timeout: Double = 60
     @Option(help: "Pipeline requests run at once (default: number of cores).") var concurrency: Int?
     @Option(help: "Pipeline requests that may wait; beyond them 503 with Retry-After.") var queue = 32
     @Option(help: ArgumentHelp("Longest clip taken as one turn.", valueName: "seconds")) var maxClip: Double = 300
-    @Flag(help: "Accept an API key in a request body for that request's providers (refused otherwise).")
+    @Option(
+        help: ArgumentHelp(
+            "File of keys (one a line) the /v1 routes require as a bearer token (default: $VOXPIPE_SERVE_API_KEY).",
+            valueName: "path"))
+    var apiKeyFile: String?
+    @Flag(help: "Answer a clip with no speech with 422 instead of success with an empty transcription.")
+    var noSpeechIsError = false
+    @Flag(help: "Use an API key sent in a request body for that request's providers (ignored otherwise).")
     var allowClientKeys = false
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
 
@@ -46,6 +52,26 @@ struct ServeCommand: AsyncParsableCommand {
         if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
         guard queue >= 0 else { throw ValidationError("--queue must be 0 or more") }
         guard maxClip > 0 else { throw ValidationError("--max-clip must be positive") }
+    }
+
+    /// The keys the /v1 routes take, registered with `secrets`: from --api-key-file, else
+    /// $VOXPIPE_SERVE_API_KEY; none: open.
+    func serverKeys(secrets: Secrets) throws -> [String] {
+        var keys: [String]
+        if let apiKeyFile {
+            guard let text = try? String(contentsOfFile: apiKeyFile, encoding: .utf8) else {
+                throw VoxError(.usage, "cannot read the API key file \(apiKeyFile)")
+            }
+            keys = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard keys.contains(where: { !$0.isEmpty }) else {
+                throw VoxError(.usage, "the API key file \(apiKeyFile) holds no key")
+            }
+        } else {
+            keys = ProcessInfo.processInfo.environment["VOXPIPE_SERVE_API_KEY"].map { [$0] } ?? []
+        }
+        keys = keys.filter { !$0.isEmpty }
+        keys.forEach(secrets.register)
+        return keys
     }
 
     func run() async throws {
@@ -62,14 +88,16 @@ struct ServeCommand: AsyncParsableCommand {
             settings.queue = queue
             settings.maxClipSeconds = maxClip
             settings.audio = AudioEncoding(format: AudioFileFormat(rawValue: audioFormat.rawValue) ?? .mp3)
-            settings.appID = appId ?? ProcessInfo.processInfo.environment["VOXPIPE_APP_ID"] ?? ""
             settings.allowClientKeys = allowClientKeys
+            settings.noSpeechIsError = noSpeechIsError
 
             // The spec is checked as `run` checks it, then planned again as served.
             let specURL = URL(fileURLWithPath: spec)
             let plan = try loadPlan(spec)
             let context = makeContext(
                 plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: logger)
+            settings.agora = try agora.load(secrets: context.secrets)
+            settings.apiKeys = try serverKeys(secrets: context.secrets)
             let pipeline = try await TutorPipeline(
                 spec: plan.spec, baseDirectory: specURL.deletingLastPathComponent(), name: plan.name,
                 registry: makeRegistry(), context: context, maxClipSeconds: maxClip)

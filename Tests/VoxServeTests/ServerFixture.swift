@@ -16,23 +16,29 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
 /// (libcurl) to call it with.
 final class ServerFixture: Sendable {
     let port: Int
+    let server: TutorServer
     let task: Task<Void, any Error>
     let client = CurlTransport()
 
-    /// Loads `spec` (a path, or JSON text) and listens; returns once the port is bound.
+    /// Loads `spec` (a path, or JSON text) and listens; returns once the port is bound. The
+    /// server's log lines go to `logs` when given.
     static func start(
-        spec: URL, configure: (inout ServeSettings) -> Void = { _ in }
+        spec: URL, logs: CapturedLogs? = nil, configure: (inout ServeSettings) -> Void = { _ in }
     ) async throws -> ServerFixture {
         let json = try JSONValue.parse(Data(contentsOf: spec))
         var settings = ServeSettings()
         settings.host = "127.0.0.1"
         settings.port = 0
-        settings.appID = "test-app"
+        settings.agora.appID = "test-app"
         // A long turn timeout unless a test sets its own: the whole suite runs beside a test's
         // server, on a machine that may be busy, and a slow turn is not what these tests test.
         settings.timeout = 900
         configure(&settings)
-        let logger = Logger(label: "voxpipe.serve.test") { _ in SwiftLogNoOpLogHandler() }
+        let logger =
+            logs?.logger(label: "voxpipe.serve.test")
+            ?? Logger(label: "voxpipe.serve.test") { _ in
+                SwiftLogNoOpLogHandler()
+            }
         var context = StageContext(logger: logger, rateConversion: SoxrRateConversion())
         context.engines = testEngines
         let pipeline = try await TutorPipeline(
@@ -43,11 +49,12 @@ final class ServerFixture: Sendable {
         let task = Task { try await server.run { port in continuation.yield(port) } }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw HarnessError("the server did not start") }
-        return ServerFixture(port: port, task: task)
+        return ServerFixture(port: port, server: server, task: task)
     }
 
-    init(port: Int, task: Task<Void, any Error>) {
+    init(port: Int, server: TutorServer, task: Task<Void, any Error>) {
         self.port = port
+        self.server = server
         self.task = task
     }
 

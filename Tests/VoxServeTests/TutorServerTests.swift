@@ -114,10 +114,6 @@ struct TutorServerTests {
                 try json(["audio": Data(count: 1 << 20).base64EncodedString()]), 413,
                 "the body is larger than the 1048576-byte limit"
             ),
-            (
-                "a client's key", "process-text", try json(["text": "Hallo", "apiKey": "sk-client"]), 400,
-                "apiKey: API keys are not taken from requests"
-            ),
             ("no such route", "process-video", try json([:]), 404, "no such route: POST /api/agora/process-video"),
         ]
         _ = wav

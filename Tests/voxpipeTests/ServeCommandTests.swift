@@ -8,6 +8,9 @@ import VoxTestSupport
     .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
 )
 struct ServeCommandTests {
+    let lessonTutor = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")
+    let germanClip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
+
     /// Starts `voxpipe serve` on a free port; returns the process and the port it printed.
     func serve(_ arguments: [String]) throws -> (Process, Int) {
         let process = Process()
@@ -34,38 +37,48 @@ struct ServeCommandTests {
         return (process, port)
     }
 
-    @Test func theSameAudioThroughServeAndRunGivesTheSameTranscriptionAndReply() throws {
-        let dir = temporaryDirectory()
-        let spec = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")
-        let clip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
-        let (server, port) = try serve([spec.path])
+    /// Runs `body` with `voxpipe serve` on the lesson tutor listening on the port it gets; stops it after.
+    func servingTheTutor<T>(_ body: (Int) throws -> T) throws -> T {
+        let (server, port) = try serve([lessonTutor.path])
         defer {
             server.terminate()
             server.waitUntilExit()
         }
-        let body = dir.appendingPathComponent("body.json")
-        try JSONSerialization.data(withJSONObject: [
-            "audio": try Data(contentsOf: clip).base64EncodedString(), "mimeType": "audio/m4a",
-        ]).write(to: body)
-        let call = try run(
-            "/usr/bin/curl",
-            [
-                "-s", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary", "@\(body.path)",
-                "http://127.0.0.1:\(port)/api/agora/process-audio",
-            ])
-        let served = try #require(
-            try JSONSerialization.jsonObject(with: Data(call.stdout.utf8)) as? [String: Any], "\(call.stdout)")
+        return try body(port)
+    }
 
+    /// The lesson tutor's one turn on the German clip through `voxpipe run`.
+    func batchTurn(in dir: URL) throws -> [String: Any] {
         let out = dir.appendingPathComponent("out")
-        let batch = try voxpipe(["run", spec.path, clip.path, "-o", out.path])
+        let batch = try voxpipe(["run", lessonTutor.path, germanClip.path, "-o", out.path])
         #expect(batch.status == 0, "\(batch.stderr)")
         let replies =
             try JSONSerialization.jsonObject(
                 with: Data(contentsOf: out.appendingPathComponent("speech-de/replies.json"))) as? [String: Any]
         let turns = try #require(replies?["turns"] as? [[String: Any]])
         #expect(turns.count == 1)
-        #expect(served["transcription"] as? String == turns.first?["transcription"] as? String)
-        #expect(served["reply"] as? String == turns.first?["reply"] as? String)
+        return turns.first ?? [:]
+    }
+
+    @Test func theSameAudioThroughServeAndRunGivesTheSameTranscriptionAndReply() throws {
+        let dir = temporaryDirectory()
+        let body = dir.appendingPathComponent("body.json")
+        try JSONSerialization.data(withJSONObject: [
+            "audio": try Data(contentsOf: germanClip).base64EncodedString(), "mimeType": "audio/m4a",
+        ]).write(to: body)
+        let call = try servingTheTutor { port in
+            try run(
+                "/usr/bin/curl",
+                [
+                    "-s", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary", "@\(body.path)",
+                    "http://127.0.0.1:\(port)/api/agora/process-audio",
+                ])
+        }
+        let served = try #require(
+            try JSONSerialization.jsonObject(with: Data(call.stdout.utf8)) as? [String: Any], "\(call.stdout)")
+        let turn = try batchTurn(in: dir)
+        #expect(served["transcription"] as? String == turn["transcription"] as? String)
+        #expect(served["reply"] as? String == turn["reply"] as? String)
         #expect((served["transcription"] as? String)?.hasPrefix("Guten Morgen") == true)
     }
 

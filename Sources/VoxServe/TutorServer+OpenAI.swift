@@ -1,0 +1,301 @@
+import Foundation
+import Hummingbird
+import VoxCore
+import VoxDecode
+import VoxWrite
+
+/// OpenAI's audio API on the same server, answered by the served spec's stages (transcription:
+/// up to its transcribe stage; speech: its synthesize stage), so any OpenAI client can use
+/// voxpipe's offline recogniser and voice:
+///
+///   GET  /v1/models                 → {object: "list", data: [{id, object: "model", owned_by}]}
+///   POST /v1/audio/transcriptions   multipart: file, model, language, prompt, temperature,
+///                                   response_format (json, text, srt, vtt, verbose_json),
+///                                   timestamp_granularities[] (segment, word)
+///
+///   POST /v1/audio/translations     as transcriptions, into English (a whisper transcribe stage)
+///   POST /v1/audio/speech           JSON: input, model, voice, speed, response_format (mp3, opus,
+///                                   aac, flac, wav, pcm: 16-bit mono at 24 kHz)
+///
+/// Errors are OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
+extension TutorServer {
+    /// The formats `/v1/audio/transcriptions` answers in.
+    enum TranscriptionFormat: String, CaseIterable {
+        case json, text, srt, vtt
+        case verboseJSON = "verbose_json"
+    }
+
+    func addOpenAIRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/v1/models") { request, _ in
+            if let refused = self.unauthorized(request) { return self.openAIError(refused) }
+            return self.json(
+                200,
+                [
+                    "object": "list",
+                    "data": [["id": self.pipeline.plan.name, "object": "model", "created": 0, "owned_by": "voxpipe"]],
+                ])
+        }
+        let routes: [(String, @Sendable (Request) async throws -> Response)] = [
+            ("/v1/audio/speech", { try await self.speech($0) }),
+            ("/v1/audio/transcriptions", { try await self.transcription($0) }),
+            ("/v1/audio/translations", { try await self.transcription($0, translate: true) }),
+        ]
+        for (path, handler) in routes {
+            router.post(RouterPath(path)) { request, _ in
+                await self.counted(path) {
+                    if let refused = self.unauthorized(request) { return (self.openAIError(refused), refused) }
+                    do {
+                        return (try await handler(request), nil)
+                    } catch {
+                        let failure =
+                            (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+                        return (self.openAIError(failure), failure)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A transcription, or with `translate` an English translation (the spec's whisper stage with
+    /// task translate, made on first use).
+    func transcription(_ request: Request, translate: Bool = false) async throws -> Response {
+        let limit = settings.maxBodyBytes
+        let type = request.headers[.contentType] ?? ""
+        guard type.lowercased().hasPrefix("multipart/form-data"), let boundary = Multipart.boundary(type) else {
+            throw ServeError.badRequest("bad_request", "expected a multipart/form-data body with a file")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch {
+            throw ServeError(413, "too_large", "the body is larger than the \(limit)-byte limit")
+        }
+        let body = Data(buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? [])
+        guard let parts = Multipart.parse(body, boundary: boundary) else {
+            throw ServeError.badRequest("bad_request", "the multipart body could not be read")
+        }
+        func field(_ name: String) -> String? {
+            parts.first { $0.name == name }.map { String(decoding: $0.data, as: UTF8.self) }
+        }
+        guard let file = parts.first(where: { $0.name == "file" }), !file.data.isEmpty else {
+            throw ServeError.badRequest("bad_request", "file: expected the audio as a file part")
+        }
+        let formatName = field("response_format") ?? "json"
+        guard let format = TranscriptionFormat(rawValue: formatName) else {
+            throw ServeError.badRequest(
+                "bad_request",
+                "response_format: \"\(formatName)\" is not one of "
+                    + TranscriptionFormat.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let granularities = Set(
+            parts.filter { $0.name == "timestamp_granularities[]" }.map {
+                String(decoding: $0.data, as: UTF8.self)
+            })
+        let head = [UInt8](file.data.prefix(512))
+        guard head.count >= FileSniffer.minimumBytes, let sniffed = FileSniffer.format(of: head) else {
+            throw ServeError(415, "unknown_audio", "file: not a known audio format")
+        }
+        let pipeline = translate ? try await translator.pipeline(from: self.pipeline) : self.pipeline
+        guard let pipeline else {
+            throw ServeError.badRequest(
+                "cannot_translate", "the served spec's transcribe provider cannot translate (whisper can)")
+        }
+        let upload = pipeline.uploads.appendingPathComponent("upload-\(UUID().uuidString).\(Self.ext(sniffed))")
+        try file.data.write(to: upload)
+        defer { try? FileManager.default.removeItem(at: upload) }
+        // Its own conversation: a transcription is no tutor turn.
+        let answer = try await runPipeline(upload: upload, channel: "openai-\(UUID().uuidString)") {
+            try await pipeline.answer(audioFile: upload, conversation: Conversation())
+        }
+        let transcripts = answer.transcripts.filter { !$0.text.allSatisfy(\.isWhitespace) }
+        switch format {
+        case .json:
+            return json(200, ["text": answer.transcription])
+        case .text:
+            return text(answer.transcription + "\n", type: "text/plain; charset=utf-8")
+        case .srt:
+            return text(TranscriptFormat.srt.render(transcripts), type: "application/x-subrip")
+        case .vtt:
+            return text(TranscriptFormat.vtt.render(transcripts), type: "text/vtt")
+        case .verboseJSON:
+            var segments: [[String: Any]] = []
+            for transcript in transcripts {
+                let spans =
+                    transcript.segments.isEmpty
+                    ? [
+                        TranscriptSegment(
+                            text: transcript.text, start: transcript.chunk.start, end: transcript.chunk.end)
+                    ]
+                    : transcript.segments
+                for span in spans {
+                    segments.append([
+                        "id": segments.count, "start": span.start, "end": span.end,
+                        "text": span.text.trimmingCharacters(in: .whitespaces),
+                    ])
+                }
+            }
+            var object: [String: Any] = [
+                "task": translate ? "translate" : "transcribe",
+                "language": transcripts.first?.language ?? field("language") ?? "",
+                "duration": transcripts.last?.chunk.end ?? 0, "text": answer.transcription, "segments": segments,
+            ]
+            if granularities.contains("word") {
+                object["words"] = transcripts.flatMap(\.words).map {
+                    ["word": $0.text, "start": $0.start, "end": $0.end] as [String: Any]
+                }
+            }
+            return json(200, object)
+        }
+    }
+
+    /// The formats `/v1/audio/speech` answers in, and the file format each is written as.
+    enum SpeechFormat: String, CaseIterable {
+        case mp3, opus, aac, flac, wav, pcm
+
+        var file: AudioFileFormat? {
+            switch self {
+            case .mp3: .mp3
+            case .opus: .opus
+            case .aac: .m4a
+            case .flac: .flac
+            case .wav: .wav
+            case .pcm: nil
+            }
+        }
+    }
+
+    /// `{input, model, voice, response_format, speed}` → the input spoken by the spec's
+    /// synthesize stage (the spec's voice; `voice` and `speed` are accepted, not applied).
+    func speech(_ request: Request) async throws -> Response {
+        let body = try await readObject(request, required: true)
+        guard let input = body["input"] as? String, !input.allSatisfy(\.isWhitespace) else {
+            throw ServeError.badRequest("bad_request", "input: expected the text to speak as a non-empty string")
+        }
+        guard input.count <= 4096 else {
+            throw ServeError.badRequest("bad_request", "input: at most 4096 characters")
+        }
+        let name = body["response_format"] as? String ?? "mp3"
+        guard let format = SpeechFormat(rawValue: name) else {
+            throw ServeError.badRequest(
+                "bad_request",
+                "response_format: \"\(name)\" is not one of "
+                    + SpeechFormat.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let speech = try await runPipeline(upload: nil, channel: "openai-\(UUID().uuidString)") {
+            var answer = TutorPipeline.Answer(transcription: input, reply: input)
+            answer.speech = try await self.pipeline.speak(text: input)
+            return answer
+        }.speech
+        guard let speech, speech.frames > 0 else {
+            throw ServeError(422, "no_speech", "input: the synthesizer gave no speech for this text")
+        }
+        guard let file = format.file else {
+            return audio(try pipeline.pcm16(speech, rate: 24000), type: "audio/pcm")
+        }
+        return audio(try pipeline.encode(speech, as: AudioEncoding(format: file)), type: file.mimeType)
+    }
+
+    func audio(_ data: Data, type: String) -> Response {
+        Response(status: .ok, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+
+    /// 401 when the server has keys and the request's bearer token is none of them.
+    func unauthorized(_ request: Request) -> ServeError? {
+        guard !settings.apiKeys.isEmpty else { return nil }
+        let header = request.headers[.authorization] ?? ""
+        guard header.lowercased().hasPrefix("bearer ") else {
+            return ServeError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key>")
+        }
+        let token = Array(header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces).utf8)
+        // Compared in time that does not depend on where a guess goes wrong.
+        let known = settings.apiKeys.contains { key in
+            let bytes = Array(key.utf8)
+            return bytes.count == token.count && zip(bytes, token).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+        }
+        return known ? nil : ServeError(401, "invalid_api_key", "incorrect API key provided")
+    }
+
+    /// A failure in OpenAI's error shape.
+    func openAIError(_ failure: ServeError) -> Response {
+        let type = failure.status >= 500 ? "server_error" : "invalid_request_error"
+        return json(
+            failure.status,
+            ["error": ["message": failure.message, "type": type, "param": NSNull(), "code": failure.reason]])
+    }
+
+    func text(_ body: String, type: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: type],
+            body: .init(byteBuffer: ByteBuffer(data: pipeline.secrets.redact(Data(body.utf8)))))
+    }
+}
+
+/// The served spec translating, made on first use (it loads its stages as serve did at start).
+actor Translator {
+    private var made: Task<TutorPipeline?, any Error>?
+
+    func pipeline(from served: TutorPipeline) async throws -> TutorPipeline? {
+        let task = made ?? Task { try await served.translating() }
+        made = task
+        return try await task.value
+    }
+}
+
+/// multipart/form-data as OpenAI clients send it.
+enum Multipart {
+    struct Part {
+        var name: String
+        var filename: String?
+        var data: Data
+    }
+
+    /// The boundary a Content-Type names.
+    static func boundary(_ contentType: String) -> String? {
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == "boundary" {
+                let value = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                return value.isEmpty ? nil : value
+            }
+        }
+        return nil
+    }
+
+    /// The parts of a body; nil when it is not multipart with that boundary.
+    static func parse(_ body: Data, boundary: String) -> [Part]? {
+        let delimiter = Data("--\(boundary)".utf8)
+        let headerEnd = Data("\r\n\r\n".utf8)
+        var parts: [Part] = []
+        guard var cursor = body.range(of: delimiter)?.upperBound else { return nil }
+        while true {
+            // "--" after a delimiter ends the body.
+            if body[cursor...].starts(with: Data("--".utf8)) { return parts }
+            guard let headersEnd = body.range(of: headerEnd, in: cursor..<body.endIndex),
+                let next = body.range(of: Data("\r\n".utf8) + delimiter, in: headersEnd.upperBound..<body.endIndex)
+            else { return nil }
+            let headers = String(decoding: body[cursor..<headersEnd.lowerBound], as: UTF8.self)
+            var name: String?
+            var filename: String?
+            for line in headers.split(whereSeparator: \.isNewline)
+            where line.lowercased().hasPrefix("content-disposition:") {
+                name = parameter("name", in: line)
+                filename = parameter("filename", in: line)
+            }
+            if let name {
+                parts.append(
+                    Part(name: name, filename: filename, data: Data(body[headersEnd.upperBound..<next.lowerBound])))
+            }
+            cursor = next.upperBound
+        }
+    }
+
+    static func parameter(_ key: String, in line: Substring) -> String? {
+        for item in line.split(separator: ";").dropFirst() {
+            let pair = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == key {
+                return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            }
+        }
+        return nil
+    }
+}
