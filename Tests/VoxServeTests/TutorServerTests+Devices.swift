@@ -110,8 +110,9 @@ extension TutorServerTests {
                     ran.append(ConversationTurn(user: String(i), assistant: ""))
                     await order.release("a")
                 })
-            // Wait (no sleeping) until turn i queues, so the order they came is known.
-            for _ in 0..<100_000 where await order.waiters("a") < i { await Task.yield() }
+            // Until turn i queues, so the order they came is known (looking again gives the pool
+            // thread back: on a busy machine the turn's task may take a while to start).
+            while await order.waiters("a") < i { try await Task.sleep(for: .milliseconds(5)) }
             #expect(await order.waiters("a") == i)
         }
         // Another conversation does not wait for this one.
