@@ -3,7 +3,7 @@
 # Quiet and quick (a dpkg query) when all are present.
 set -euo pipefail
 packages=(
-  pkg-config libssl-dev libcurl4-openssl-dev curl
+  pkg-config libssl-dev libcurl4-openssl-dev curl zlib1g-dev
   libsndfile1-dev libsoxr-dev libsamplerate0-dev
   libpocketsphinx-dev pocketsphinx-en-us pocketsphinx pocketsphinx-testdata alsa-utils
   cmake g++
