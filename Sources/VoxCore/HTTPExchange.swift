@@ -43,6 +43,22 @@ public enum ClientCredentials {
     @TaskLocal public static var apiKey: String?
 }
 
+/// What one served speech request asks of the voice (OpenAI's `/v1/audio/speech` `voice` and
+/// `speed`), for the synthesize providers that can honour it; nil outside such a request.
+public struct SpeechRequest: Sendable, Equatable {
+    /// A voice the provider has (for espeak-ng a name or language code); else the spec's voice.
+    public var voice: String?
+    /// 0.25-4.0 times the spec's speaking rate.
+    public var speed: Double?
+
+    public init(voice: String? = nil, speed: Double? = nil) {
+        self.voice = voice
+        self.speed = speed
+    }
+
+    @TaskLocal public static var current: SpeechRequest?
+}
+
 /// Performs one exchange: gives the server's response (any status), or throws for a connection
 /// that failed or timed out (`HTTPError` with `.connection` / `.timeout` in VoxHTTP's transport).
 public protocol HTTPTransport: Sendable {

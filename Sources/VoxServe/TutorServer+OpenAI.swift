@@ -165,7 +165,9 @@ extension TutorServer {
     }
 
     /// `{input, model, voice, response_format, speed}` → the input spoken by the spec's
-    /// synthesize stage (the spec's voice; `voice` and `speed` are accepted, not applied).
+    /// synthesize stage: `voice` when its provider has one by that name (espeak-ng: `de`,
+    /// `en-us`, …; OpenAI's names such as `alloy` keep the spec's voice), `speed` (0.25-4) scaling
+    /// its rate.
     func speech(_ request: Request) async throws -> Response {
         let body = try await readObject(request, required: true)
         guard let input = body["input"] as? String, !input.allSatisfy(\.isWhitespace) else {
@@ -181,9 +183,16 @@ extension TutorServer {
                 "response_format: \"\(name)\" is not one of "
                     + SpeechFormat.allCases.map(\.rawValue).joined(separator: ", "))
         }
+        let speed = body["speed"].map { ($0 as? NSNumber)?.doubleValue ?? .nan }
+        if let speed, !(0.25...4).contains(speed) {
+            throw ServeError.badRequest("bad_request", "speed: expected a number from 0.25 to 4")
+        }
+        let request = SpeechRequest(voice: body["voice"] as? String, speed: speed)
         let speech = try await runPipeline(upload: nil, channel: "openai-\(UUID().uuidString)") {
             var answer = TutorPipeline.Answer(transcription: input, reply: input)
-            answer.speech = try await self.pipeline.speak(text: input)
+            answer.speech = try await SpeechRequest.$current.withValue(request) {
+                try await self.pipeline.speak(text: input)
+            }
             return answer
         }.speech
         guard let speech, speech.frames > 0 else {

@@ -68,8 +68,18 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
 
     public func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float]) {
         let rate = try EspeakEngine.shared.start()
-        let pcm = try EspeakEngine.shared.synthesize(Self.pieces(text), voice: voice)
+        let pcm = try EspeakEngine.shared.synthesize(Self.pieces(text), voice: try requested(SpeechRequest.current))
         return (AudioFormat(sampleRate: rate, channels: 1), pcm.map { Float($0) / 32768 })
+    }
+
+    /// The spec's voice, with a served request's voice (when espeak-ng has it) and speed applied
+    /// (the rate scaled and kept within espeak-ng's 80-450 words a minute).
+    func requested(_ request: SpeechRequest?) throws -> EspeakEngine.Voice {
+        var chosen = voice
+        guard let request else { return chosen }
+        if let name = request.voice, try EspeakEngine.shared.hasVoice(name) { chosen.name = name }
+        if let speed = request.speed { chosen.rate = min(450, max(80, Int((Double(voice.rate) * speed).rounded()))) }
+        return chosen
     }
 
     static func pieces(_ text: String) -> [String] { TextPieces.split(text, maxCharacters: maxPiece) }

@@ -121,11 +121,34 @@ extension TutorServerTests {
         #expect(Double(pcm.body.count) / 48000 > 0.5)
     }
 
+    @Test func speechHonoursSpeedAndAVoiceTheSynthesizerHas() async throws {
+        let server = try await SharedServer.tutor.value
+        func pcm(_ extra: [String: Any]) async throws -> Data {
+            let answer = try await speak(
+                server,
+                ["input": "Guten Morgen! Wie geht es dir heute?", "response_format": "pcm"].merging(extra) { $1 })
+            #expect(answer.status == 200, "\(extra): \(String(decoding: answer.body, as: UTF8.self))")
+            return answer.body
+        }
+        // espeak-ng's output depends a little on what it spoke before in the process (its pitch
+        // flutter and wave phase run on), so lengths are compared, not bytes.
+        let normal = Double(try await pcm([:]).count)
+        let alloy = Double(try await pcm(["voice": "alloy"]).count)  // not an espeak-ng voice: the spec's
+        #expect(abs(alloy - normal) < normal * 0.05, "\(alloy) vs \(normal)")
+        let fast = Double(try await pcm(["speed": 2.0]).count)
+        let slow = Double(try await pcm(["speed": 0.5]).count)
+        // Twice the rate takes about half as long; half the rate about twice as long.
+        #expect(fast < normal * 0.7, "\(fast) vs \(normal)")
+        #expect(slow > normal * 1.4, "\(slow) vs \(normal)")
+    }
+
     @Test func speechMistakesAreOpenAIErrors() async throws {
         let server = try await SharedServer.tutor.value
         let cases: [([String: Any], String)] = [
             (["model": "tts-1"], "input: expected the text to speak as a non-empty string"),
             (["input": "Hallo", "response_format": "mp4"], "response_format: \"mp4\" is not one of mp3, opus, aac"),
+            (["input": "Hallo", "speed": 9], "speed: expected a number from 0.25 to 4"),
+            (["input": "Hallo", "speed": "fast"], "speed: expected a number from 0.25 to 4"),
         ]
         for (body, message) in cases {
             let answer = try await speak(server, body)

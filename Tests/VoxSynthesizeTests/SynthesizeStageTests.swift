@@ -46,6 +46,19 @@ import VoxTestSupport
         #expect(odd.allSatisfy { !$0.audio.samples.isEmpty })
     }
 
+    @Test func aServedRequestsVoiceAndSpeedApplyWhenEspeakHasThem() throws {
+        let provider = EspeakProvider(
+            StageOptions(
+                stageID: "tts", path: "p", baseDirectory: URL(fileURLWithPath: "/"),
+                values: ["voice": "de", "rate": 150], specs: EspeakProvider.options))
+        #expect(try provider.requested(nil) == provider.voice)
+        #expect(try provider.requested(SpeechRequest(voice: "alloy")).name == "de")
+        #expect(try provider.requested(SpeechRequest(voice: "en-us")).name == "en-us")
+        #expect(try provider.requested(SpeechRequest(speed: 2)).rate == 300)
+        #expect(try provider.requested(SpeechRequest(speed: 4)).rate == 450)
+        #expect(try provider.requested(SpeechRequest(speed: 0.25)).rate == 80)
+    }
+
     @Test func longTextIsSplitAtSentenceEnds() async throws {
         #expect(
             TextPieces.sentences("One. Two! Three? Four\nFive", maxCharacters: 600) == [
