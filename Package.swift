@@ -37,6 +37,8 @@ let package = Package(
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
         // whisper.cpp, built from PyPI's pywhispercpp source package by `make setup` (scripts/setup-whisper.sh).
         .systemLibrary(name: "CWhisper", pkgConfig: "whisper"),
+        // sherpa-onnx's C API (Piper voices), from PyPI's sherpa-onnx-core wheel by `make setup` (scripts/setup-piper.sh).
+        .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
 
         .target(
             name: "VoxCore",
@@ -55,7 +57,9 @@ let package = Package(
         .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxHTTP"]),
         .target(
             name: "VoxSynthesize",
-            dependencies: ["VoxCore", "VoxHTTP", "CEspeakNG", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "VoxCore", "VoxHTTP", "CEspeakNG", "CSherpaOnnx", .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
         .target(name: "VoxCheck", dependencies: ["VoxCore", "VoxDecode"]),
         .target(

@@ -421,3 +421,6 @@ echo "with agents ${with% *}s, without ${without% *}s: $(awk "BEGIN{printf \"%.3
 
 # --- voxpipe serve (issue 14) -----------------------------------------------------------------
 BENCH_BIN=$BIN bench/serve.sh
+
+# --- speech output: Piper vs espeak-ng (issue 26) ---------------------------------------------
+BENCH_BIN=$BIN bench/tts.sh

@@ -32,21 +32,7 @@ case "$FLAVOUR" in
 esac
 RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off abort-patch"
 
-pip_get() { # name==version sha256 dir
-  python3 -m pip download -q --no-deps -d "$3" "$1"
-  local f
-  f="$(ls "$3"/* | head -n1)"
-  echo "$2  $f" | sha256sum -c --quiet - || { echo "setup: $1: checksum mismatch" >&2; exit 1; }
-  echo "$f"
-}
-
-sdist_get() { # name==version sha256 dir
-  python3 -m pip download -q --no-deps --no-binary "${1%%==*}" -d "$3" "$1"
-  local f
-  f="$(ls "$3"/* | head -n1)"
-  echo "$2  $f" | sha256sum -c --quiet - || { echo "setup: $1: checksum mismatch" >&2; exit 1; }
-  echo "$f"
-}
+. "$here/pypi.sh"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

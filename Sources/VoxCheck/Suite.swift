@@ -27,6 +27,9 @@ public struct Suite: Sendable {
         case audio(file: String?, tolerance: AudioTolerance)
         /// The output's text matches a regular expression.
         case matches(String)
+        /// Spoken output is intelligible: each turn of a write-replies JSON, its audio file heard
+        /// by the suite's recogniser, within a word error rate of the reply it was meant to say.
+        case intelligible(maxWER: Double)
     }
 
     /// Where a reference text comes from.
@@ -163,7 +166,7 @@ public struct Suite: Sendable {
         let known: Set<String> = [
             "item", "output", "reference", "referenceText", "wer", "cer", "golden", "ignore", "tolerance", "text",
             "audio",
-            "matches", "description",
+            "matches", "intelligible", "description",
         ]
         if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) {
             throw fail("\(at).\(unknown)", "unknown field")
@@ -191,14 +194,19 @@ public struct Suite: Sendable {
         }
         let kinds = [
             o["wer"] != nil || o["cer"] != nil, o["audio"] != nil, o["matches"] != nil,
-            o["golden"] != nil && o["audio"] == nil,
+            o["golden"] != nil && o["audio"] == nil, o["intelligible"] != nil,
         ]
         guard kinds.filter({ $0 }).count == 1 else {
             throw fail(
-                at, "expected exactly one check: wer/cer (with a reference), golden, audio (with golden), or matches")
+                at,
+                "expected exactly one check: wer/cer (with a reference), golden, audio (with golden), matches, or "
+                    + "intelligible")
         }
         let check: Check
-        if o["wer"] != nil || o["cer"] != nil {
+        if o["intelligible"] != nil {
+            guard let maxWER = try number("intelligible") else { throw fail("\(at).intelligible", "expected a WER") }
+            check = .intelligible(maxWER: maxWER)
+        } else if o["wer"] != nil || o["cer"] != nil {
             let reference: ReferenceSource
             if let text = o["referenceText"]?.stringValue {
                 reference = .text(text)

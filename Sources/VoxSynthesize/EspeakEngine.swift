@@ -79,6 +79,36 @@ final class EspeakEngine: @unchecked Sendable {
         }
     }
 
+    /// IPA for `text` in espeak-ng's voice `voice`, clause by clause, each with the source text
+    /// it consumed (which holds the clause's punctuation: Debian's 1.51 has no
+    /// `espeak_TextToPhonemesWithTerminator`). The engine's own voice is set again before it next speaks.
+    func phonemes(_ text: String, voice: String) throws -> [(ipa: String, source: String)] {
+        _ = try start()
+        return try lock.withLock {
+            current = nil
+            guard espeak_SetVoiceByName(voice) == EE_OK else {
+                throw SynthesizeError(.voice, "espeak-ng has no voice \"\(voice)\" to phonemize with")
+            }
+            var clauses: [(ipa: String, source: String)] = []
+            let bytes = Array(text.utf8) + [0]
+            bytes.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return }
+                var position: UnsafeRawPointer? = UnsafeRawPointer(base)
+                let end = UnsafeRawPointer(base) + (bytes.count - 1)
+                // espeak-ng reads one character past a clause (and speaks it with the next one), so
+                // a clause's source runs to where the pointer stops; nil at the end of the text.
+                while let before = position {
+                    let ipa = espeak_TextToPhonemes(&position, Int32(espeakCHARS_UTF8), Int32(espeakPHONEMES_IPA))
+                    let after = position ?? end
+                    let source = String(
+                        decoding: UnsafeRawBufferPointer(start: before, count: max(0, after - before)), as: UTF8.self)
+                    clauses.append((ipa.map { String(cString: $0) } ?? "", source))
+                }
+            }
+            return clauses
+        }
+    }
+
     static var version: String {
         var path: UnsafePointer<CChar>?
         return espeak_Info(&path).map { String(cString: $0) } ?? "unknown"

@@ -137,10 +137,12 @@ public struct SynthesizeStage: Stage {
     public struct Configuration: Sendable { public var provider: ChosenProvider<any SpeechProvider> }
 
     public static let kind = "synthesize"
-    public static let summary = "Speaks each reply: espeak-ng (offline) or an OpenAI-compatible speech server."
+    public static let summary =
+        "Speaks each reply: a Piper voice or espeak-ng (offline), or an OpenAI-compatible speech server."
     /// Every speech provider; a new one is a `ProviderKind` type and a line here.
     public static let providers = ProviderRegistry<any SpeechProvider>([
         ProviderEntry(EspeakProvider.self),
+        ProviderEntry(PiperProvider.self),
         ProviderEntry(OpenAISpeaker.self),
     ])
     public static let options: [OptionSpec] = [
@@ -159,10 +161,13 @@ public struct SynthesizeStage: Stage {
         configuration.provider.streamFormat ?? StreamFormat(sampleRate: nil, channels: 1)
     }
 
-    /// The provider, and what it adds (a model), for provenance records.
+    /// The provider, and what it adds (a voice), for provenance records.
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
         configuration.provider.provenance
     }
+
+    /// Files that decide the speech though no path option names them (a Piper voice by short name).
+    public static func identityFiles(_ configuration: Configuration) -> [URL] { configuration.provider.identityFiles }
 
     public let id: String
     let provider: any SpeechProvider

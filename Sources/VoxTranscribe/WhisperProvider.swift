@@ -42,13 +42,9 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     /// Where short model names are looked up: `$VOXPIPE_MODELS` (colon-separated), then the
     /// folder `make setup` installs into.
     public static var modelSearchPath: [URL] {
-        let env =
-            ProcessInfo.processInfo.environment["VOXPIPE_MODELS"].map { $0.split(separator: ":").map(String.init) }
-            ?? []
-        return (env + ["/usr/local/share/voxpipe/models", "/usr/share/voxpipe/models"]).map {
-            URL(fileURLWithPath: $0, isDirectory: true)
-        }
+        installedDataSearchPath(variable: "VOXPIPE_MODELS", folder: "models")
     }
+
     /// The file a model folder holds.
     public static let modelFileName = "ggml-model.bin"
 

@@ -64,29 +64,13 @@ enum WhisperRuntime {
     /// The shared libraries holding the runtime's code, for the item key: rebuilding the runtime
     /// (another flavour, compiler or version) redoes the items it transcribed.
     static let libraryFiles: [URL] = {
-        // The files the dynamic loader mapped for this process (dladdr is not visible to Swift on Linux).
         _ = version
-        guard let maps = procFile("/proc/self/maps") else { return [] }
-        var files = Set<String>()
-        for line in maps.split(separator: "\n") {
-            guard let slash = line.firstIndex(of: "/") else { continue }
-            let path = String(line[slash...])
-            let name = (path as NSString).lastPathComponent
-            if name.hasPrefix("libwhisper.so") || name.hasPrefix("libggml") { files.insert(path) }
-        }
-        return files.sorted().map { URL(fileURLWithPath: $0) }
+        return LoadedLibraries.files(named: ["libwhisper.so", "libggml"])
     }()
-
-    /// A /proc file read to its end (they report size 0, and a read sized by that stops at a page).
-    static func procFile(_ path: String) -> String? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        return (try? handle.readToEnd()).map { String(decoding: $0, as: UTF8.self) }
-    }
 
     /// The instruction-set flags this CPU has, from /proc/cpuinfo; nil where that cannot be read.
     static func cpuHas() -> Set<String>? {
-        guard let text = procFile("/proc/cpuinfo"),
+        guard let text = LoadedLibraries.procFile("/proc/cpuinfo"),
             let line = text.split(separator: "\n").first(where: { $0.hasPrefix("flags") }),
             let colon = line.firstIndex(of: ":")
         else { return nil }

@@ -58,7 +58,7 @@ struct CheckCommand: AsyncParsableCommand {
         let elapsed = ContinuousClock.now - started
         let items: [CheckedItem]
         do { items = try readReport(report) } catch { throw fail(error) }
-        let passed = try evaluateChecks(
+        let passed = try await evaluateChecks(
             loaded, outputDirectory: out, items: items,
             reports: CheckReportPaths(junit: junit, json: json, sctk: sctk, update: update),
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
@@ -88,9 +88,13 @@ struct CheckCommand: AsyncParsableCommand {
 /// whether everything held. `run --check` and `check` share it.
 func evaluateChecks(
     _ suite: Suite, outputDirectory: URL, items: [CheckedItem], reports: CheckReportPaths, seconds: Double
-) throws -> Bool {
-    let outcome = Checker(suite: suite, outputDirectory: outputDirectory, items: items, wallSeconds: seconds).evaluate(
-        update: reports.update)
+) async throws -> Bool {
+    let spoken = Checker(suite: suite, outputDirectory: outputDirectory, items: items).spokenFiles()
+    let heard: [String: String]
+    do { heard = try await hearSpoken(spoken, suite: suite) } catch { throw fail(error) }
+    let outcome = Checker(
+        suite: suite, outputDirectory: outputDirectory, items: items, wallSeconds: seconds, heard: heard
+    ).evaluate(update: reports.update)
     for update in outcome.updates { printError("golden \(update.path): \(update.change)") }
     var lines: [String] = []
     for result in outcome.results {

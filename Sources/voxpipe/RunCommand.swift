@@ -181,7 +181,7 @@ struct RunCommand: AsyncParsableCommand {
                         name: r.item.outputName, status: r.status.rawValue, failure: r.failure?.description,
                         seconds: r.seconds, audioSeconds: r.audioSeconds)
                 }
-                let passed = try evaluateChecks(
+                let passed = try await evaluateChecks(
                     suite, outputDirectory: outputURL, items: items,
                     reports: CheckReportPaths(junit: junit, json: checkJson, sctk: sctk, update: update), seconds: wall)
                 if !passed { throw ExitCode(1) }

@@ -38,12 +38,31 @@ func printError(_ message: String) {
 }
 
 /// Sends swift-log output to stderr (data goes to stdout), at the level VOXPIPE_LOG_LEVEL names.
+/// swift-log takes one bootstrap per process and traps on a second; `check` runs a second spec
+/// (what a recogniser hears in spoken outputs) after its own, so later calls do nothing.
 func bootstrapLogging(verbose: Bool) {
+    guard loggingBootstrap.claim() else { return }
     let level =
         verbose
         ? Logger.Level.debug
         : (ProcessInfo.processInfo.environment["VOXPIPE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning)
     LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, level: level) }
+}
+
+/// Whether logging has been bootstrapped in this process (swift-log's own state is process-wide too).
+private let loggingBootstrap = OnceFlag()
+
+final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var claimed = false
+
+    /// True the first time only.
+    func claim() -> Bool {
+        lock.withLock {
+            defer { claimed = true }
+            return !claimed
+        }
+    }
 }
 
 /// Loads and checks a spec; with `requireOutputs`, a spec with no writer is an error too.

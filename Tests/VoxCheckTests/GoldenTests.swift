@@ -214,7 +214,7 @@ import VoxTestSupport
                     + #""matches":"x"}]}"#
             )
                 == "expect[0]: expected exactly one check: wer/cer (with a reference), golden, audio (with golden), "
-                + "or matches"
+                + "matches, or intelligible"
         )
         #expect(
             error(#"{"spec":"p.json","inputs":["in"],"budgets":{"maxWERR":1},"expect":[]}"#)

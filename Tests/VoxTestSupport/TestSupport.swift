@@ -117,6 +117,8 @@ public enum InstalledFixture: String, Sendable {
     case alsaFrontRight = "/usr/share/sounds/alsa/Front_Right.wav"
     /// The Whisper models `make setup` converts from PyPI packages.
     case whisperModels = "/usr/local/share/voxpipe/models"
+    /// The Piper voice `make setup` installs from a PyPI package.
+    case piperVoices = "/usr/local/share/voxpipe/voices/en_US-joe-medium"
 
     public var url: URL { URL(fileURLWithPath: rawValue) }
     public var isPresent: Bool { FileManager.default.fileExists(atPath: rawValue) }
@@ -127,6 +129,7 @@ public enum InstalledFixture: String, Sendable {
         case .librivox: "needs \(rawValue) from Debian's pocketsphinx-testdata (make setup installs it)"
         case .alsaFrontLeft, .alsaFrontRight: "needs \(rawValue) from Debian's alsa-utils (make setup installs it)"
         case .whisperModels: "needs the Whisper models in \(rawValue) (make setup converts them)"
+        case .piperVoices: "needs the Piper voice in \(rawValue) (make setup installs it)"
         }
     }
 }

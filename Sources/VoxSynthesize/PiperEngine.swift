@@ -1,0 +1,153 @@
+internal import CSherpaOnnx
+import Foundation
+import VoxCore
+
+/// One Piper voice loaded into sherpa-onnx (onnxruntime on the CPU), shared by every worker of
+/// a process: generating is a `const` call on the model, and onnxruntime runs a session from
+/// several threads at once. Phonemes come from espeak-ng (`EspeakEngine`, one per process, behind
+/// its lock); sherpa-onnx 2.0 takes them as IPA codepoints, one call per sentence.
+final class PiperEngine: @unchecked Sendable {
+    let voice: PiperVoice
+    let config: PiperVoice.Config
+    private let tts: OpaquePointer
+    /// The rate the model speaks at.
+    let sampleRate: Int
+    let speakers: Int
+
+    /// Loads the voice: its `.onnx.json`, and the model with the tokens file and metadata
+    /// sherpa-onnx reads (from a temporary copy unless the model already has them). Throws
+    /// `VoxError(.unavailable)` naming what is wrong.
+    init(voice: PiperVoice) throws {
+        self.voice = voice
+        do {
+            config = try PiperVoice.Config(Data(contentsOf: voice.config))
+        } catch {
+            throw VoxError(.unavailable, "the Piper voice's \(voice.config.path) cannot be read: \(error)")
+        }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "voxpipe-piper-\(UUID().uuidString)", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        var model = voice.model
+        let tokens = scratch.appendingPathComponent("tokens.txt")
+        do {
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            try Data(config.tokens.utf8).write(to: tokens)
+            if !PiperVoice.hasMetadata(voice.model) {
+                model = scratch.appendingPathComponent("model.onnx")
+                try PiperVoice.writeModel(from: voice.model, to: model, metadata: config.metadata)
+            }
+        } catch {
+            throw VoxError(.unavailable, "cannot prepare the Piper voice \(voice.model.path) for loading: \(error)")
+        }
+        let config = self.config
+        let created: OpaquePointer? = model.path.withCString { modelPath in
+            tokens.path.withCString { tokensPath in
+                "cpu".withCString { cpu in
+                    var c = SherpaOnnxOfflineTtsConfig()
+                    c.model.vits.model = modelPath
+                    c.model.vits.tokens = tokensPath
+                    // Noise off, so the same text always gives the same samples: sherpa-onnx reads 0
+                    // as "the default" (0.667), and the smallest positive float scales the model's
+                    // random normal draws to nothing (they vanish when added to anything larger).
+                    c.model.vits.noise_scale = .leastNonzeroMagnitude
+                    c.model.vits.noise_scale_w = .leastNonzeroMagnitude
+                    c.model.vits.length_scale = Float(config.lengthScale)
+                    c.model.num_threads = 1
+                    c.model.provider = cpu
+                    c.max_num_sentences = 1
+                    return SherpaOnnxCreateOfflineTts(&c)
+                }
+            }
+        }
+        guard let created else {
+            throw VoxError(
+                .unavailable, "sherpa-onnx could not load the Piper voice \(voice.model.path) (see its message above)")
+        }
+        tts = created
+        sampleRate = Int(SherpaOnnxOfflineTtsSampleRate(created))
+        speakers = Int(SherpaOnnxOfflineTtsNumSpeakers(created))
+    }
+
+    deinit { SherpaOnnxDestroyOfflineTts(tts) }
+
+    /// The sentences of `text` as the model's phonemes: espeak-ng's IPA clause by clause, each
+    /// clause's punctuation kept (`,` `;` `:` pause, `.` `?` `!` end a sentence, as Piper's own
+    /// phonemizer does), decomposed (NFD) and without symbols the voice lacks.
+    func sentences(_ text: String) throws -> [[Int32]] {
+        let clauses = try EspeakEngine.shared.phonemes(text, voice: config.espeakVoice)
+        return Self.sentences(clauses, known: config.phonemeIDs)
+    }
+
+    static func sentences(_ clauses: [(ipa: String, source: String)], known: [Unicode.Scalar: Int]) -> [[Int32]] {
+        var sentences: [[Int32]] = []
+        var current = ""
+        for clause in clauses {
+            let ipa = clause.ipa.trimmingCharacters(in: .whitespacesAndNewlines)
+            let mark = terminator(clause.source)
+            if !ipa.isEmpty {
+                if !current.isEmpty && !current.hasSuffix(" ") { current += " " }
+                current += ipa
+                if let mark { current.append(mark) }
+            }
+            if mark == nil || ",;:".contains(mark ?? " ") {
+                continue
+            }
+            sentences.append(codepoints(current, known: known))
+            current = ""
+        }
+        sentences.append(codepoints(current, known: known))
+        return sentences.filter { !$0.isEmpty }
+    }
+
+    /// The punctuation that ends a clause's source: the last of `. , ? ! ; :` that is followed
+    /// by a space, a closing quote or bracket, or the end (so `9:30` and `p.m` inside do not count).
+    static func terminator(_ source: String) -> Character? {
+        let chars = Array(source)
+        for i in chars.indices.reversed() where ".,?!;:".contains(chars[i]) {
+            if i + 1 == chars.count || chars[i + 1].isWhitespace || "\"')]”’".contains(chars[i + 1]) {
+                return chars[i]
+            }
+        }
+        return nil
+    }
+
+    static func codepoints(_ ipa: String, known: [Unicode.Scalar: Int]) -> [Int32] {
+        let text = ipa.trimmingCharacters(in: .whitespaces)
+        return text.decomposedStringWithCanonicalMapping.unicodeScalars.filter { known[$0] != nil }.map {
+            Int32(bitPattern: $0.value)
+        }
+    }
+
+    /// Speech for one sentence's phonemes (mono, at `sampleRate`); blocks for the time it takes.
+    func generate(_ phonemes: [Int32], speed: Double, speaker: Int) throws -> [Float] {
+        guard !phonemes.isEmpty else { return [] }
+        let audio: UnsafePointer<SherpaOnnxGeneratedAudio>? = phonemes.withUnsafeBufferPointer { codepoints in
+            withUnsafePointer(to: Int32(phonemes.count)) { length in
+                "".withCString { empty in
+                    var g = SherpaOnnxGenerationConfig()
+                    g.speed = Float(speed)
+                    g.sid = Int32(speaker)
+                    g.silence_scale = 0.2
+                    g.phoneme_codepoints = codepoints.baseAddress
+                    g.phoneme_codepoints_lens = length
+                    g.phoneme_codepoints_num_sentences = 1
+                    return SherpaOnnxOfflineTtsGenerateWithConfig(tts, empty, &g, nil, nil)
+                }
+            }
+        }
+        guard let audio else { throw SynthesizeError(.engine, "sherpa-onnx failed to synthesize a sentence") }
+        defer { SherpaOnnxDestroyOfflineTtsGeneratedAudio(audio) }
+        let count = Int(audio.pointee.n)
+        guard count > 0, let samples = audio.pointee.samples else { return [] }
+        return Array(UnsafeBufferPointer(start: samples, count: count))
+    }
+
+    /// sherpa-onnx's version string (`2.0.1`).
+    static var version: String { String(cString: SherpaOnnxGetVersionStr()) }
+
+    /// The runtime's libraries, for the item key (after a voice is loaded they are mapped).
+    static var libraryFiles: [URL] {
+        _ = version
+        return LoadedLibraries.files(named: ["libsherpa-onnx-c-api.so", "libonnxruntime.so"])
+    }
+}
