@@ -51,7 +51,7 @@ let package = Package(
             name: "VoxDecode", dependencies: ["VoxCore", "CSndFile", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "VoxChunk", dependencies: ["VoxCore"]),
+        .target(name: "VoxChunk", dependencies: ["VoxCore", "CWhisper"]),
         .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
         .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxHTTP"]),

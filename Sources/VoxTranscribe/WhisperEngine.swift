@@ -98,6 +98,18 @@ final class WhisperEngine: @unchecked Sendable {
         var initialPrompt: String?
         var threads = 1
         var wordTimestamps = true
+        /// Chunks up to this many seconds are first encoded in a context of their own length plus
+        /// `encoderMargin` instead of the full 30-s window; 0 (the default) turns it off.
+        var shrinkEncoderSeconds = 0.0
+        var encoderMargin = 3.0
+    }
+
+    /// How a chunk was decoded: in a shrunk encoder context (frames of 20 ms), or in the full
+    /// window after a shrunk decode was rejected, or in the full window from the start.
+    enum EncoderContext: Sendable, Equatable {
+        case full
+        case shrunk(frames: Int)
+        case fellBack(frames: Int, reason: String)
     }
 
     /// One decoded span of text with its tokens.
@@ -109,6 +121,11 @@ final class WhisperEngine: @unchecked Sendable {
         /// Mean log probability of every token the segment decoded (timestamps included).
         var averageLogprob: Double
         var tokens: [Token]
+        /// Every token id of the segment as whisper.cpp keeps it (timestamps and special tokens too).
+        var ids: [Int32] = []
+        /// Whether the segment's last token is a timestamp (a decode that ends without one ran out
+        /// of tokens or was cut off).
+        var endsWithTimestamp = true
     }
 
     struct Token: Sendable {
@@ -122,6 +139,13 @@ final class WhisperEngine: @unchecked Sendable {
         var aligned: Double? = nil
     }
 
+    /// What one decode gave: the segments, the language, and the encoder context it was decoded in.
+    struct Decoded: Sendable {
+        var segments: [Segment]
+        var language: String?
+        var encoder: EncoderContext
+    }
+
     /// One item's decoding state.
     final class Decoder: @unchecked Sendable {
         let engine: WhisperEngine
@@ -129,26 +153,130 @@ final class WhisperEngine: @unchecked Sendable {
         /// The initial prompt goes in once per item; later chunks are conditioned on the text
         /// decoded before (when `conditionOnPreviousText`), which the state carries.
         private var prompted = false
+        /// The encoder context (frames) the state's last decode used; 0 is the full window.
+        /// whisper.cpp detects a language with the previous decode's context, so after a shrunk
+        /// decode an unknown language is detected on a state of its own (`detector`).
+        private var encoderFrames: Int32 = 0
+        private var detector: OpaquePointer?
 
         fileprivate init(engine: WhisperEngine, state: OpaquePointer) {
             self.engine = engine
             self.state = state
         }
 
-        deinit { whisper_free_state(state) }
+        deinit {
+            whisper_free_state(state)
+            if let detector { whisper_free_state(detector) }
+        }
 
         /// Transcribes 16 kHz mono samples; long audio is decoded in Whisper's 30-s windows.
-        /// Times are seconds from the start of `samples`. Returns the segments and the language.
-        func decode(
-            _ samples: [Float], options: Options, abort: WhisperAbort = WhisperAbort()
-        ) throws -> (
-            segments: [Segment], language: String?
-        ) {
+        /// Times are seconds from the start of `samples`. A chunk of up to `shrinkEncoderSeconds`
+        /// is first encoded in a context of its own length plus `encoderMargin` (much less encoder
+        /// work on a short turn); when that decode repeats itself, is unsure or ends without a
+        /// timestamp, the chunk is decoded again in the full window, without the rejected text as
+        /// its prompt. Every step depends only on the samples and options, never on timing.
+        func decode(_ samples: [Float], options: Options, abort: WhisperAbort = WhisperAbort()) throws -> Decoded {
+            let first = !prompted
+            prompted = true
+            var options = options
+            let prompt = first ? options.initialPrompt : nil
+            if options.language == nil && encoderFrames != 0 {
+                options.language = try detectLanguage(samples, threads: options.threads)
+            }
+            guard let frames = Self.shrunkContext(samples: samples.count, options: options) else {
+                let full = try run(
+                    samples, options, frames: 0, prompt: prompt, noContext: !options.conditionOnPreviousText,
+                    abort: abort)
+                return finish(full, samples: samples, options: options, encoder: .full)
+            }
+            var attemptOptions = options
+            // One decode at the first temperature: a weak one is redone in the full window, not sampled.
+            attemptOptions.temperatureIncrement = 0
+            let attempt = try run(
+                samples, attemptOptions, frames: frames, prompt: prompt,
+                noContext: !options.conditionOnPreviousText, abort: abort)
+            guard
+                let reason = Self.rejection(
+                    attempt.segments, seconds: Double(samples.count) / 16000, frames: Int(frames), options: options)
+            else {
+                return finish(attempt, samples: samples, options: options, encoder: .shrunk(frames: Int(frames)))
+            }
+            options.language = options.language ?? attempt.language
+            let full = try run(samples, options, frames: 0, prompt: prompt, noContext: true, abort: abort)
+            return finish(
+                full, samples: samples, options: options, encoder: .fellBack(frames: Int(frames), reason: reason))
+        }
+
+        /// The encoder context for a chunk of `samples`, in frames of 20 ms (whisper's 1500 = 30 s):
+        /// the chunk and the margin, rounded up to whole seconds; nil for the full window.
+        static func shrunkContext(samples: Int, options: Options) -> Int32? {
+            let seconds = Double(samples) / 16000
+            guard options.shrinkEncoderSeconds > 0, seconds <= options.shrinkEncoderSeconds else { return nil }
+            let frames = Int32((seconds + max(1, options.encoderMargin)).rounded(.up)) * 50
+            return frames < 1500 ? frames : nil
+        }
+
+        /// Why a decode in a shrunk context is not to be trusted, or nil: no text, no timestamp at
+        /// its end, timestamps past the encoded audio, an average log probability below
+        /// `logprobThreshold`, or text that repeats itself (whisper.cpp's entropy test on the last
+        /// 32 tokens, a word trigram three times, a word four times in a row, more words than
+        /// anyone says in the time).
+        static func rejection(_ segments: [Segment], seconds: Double, frames: Int, options: Options) -> String? {
+            guard let last = segments.last else { return "no text" }
+            guard last.endsWithTimestamp else { return "no timestamp at the end" }
+            guard segments.allSatisfy({ $0.end <= Double(frames) / 50 + 0.01 }) else {
+                return "timestamps past the encoded audio"
+            }
+            let ids = segments.flatMap(\.ids)
+            let logprob =
+                segments.map { $0.averageLogprob * Double($0.ids.count) }.reduce(0, +) / Double(max(1, ids.count))
+            if logprob < options.logprobThreshold { return "average log probability \(logprob)" }
+            if ids.count > 32 {
+                var counts: [Int32: Int] = [:]
+                for id in ids.suffix(32) { counts[id, default: 0] += 1 }
+                let entropy = counts.values.map { -Double($0) / 32 * log(Double($0) / 32) }.reduce(0, +)
+                if entropy < options.compressionRatioThreshold { return "repeats itself (entropy \(entropy))" }
+            }
+            let words = segments.flatMap { $0.text.lowercased().split(whereSeparator: \.isWhitespace) }
+            if Double(words.count) > max(10, seconds * 6) { return "\(words.count) words in \(seconds) s" }
+            var trigrams: [String: Int] = [:]
+            for i in words.indices.dropLast(2) { trigrams[words[i...(i + 2)].joined(separator: " "), default: 0] += 1 }
+            if let most = trigrams.values.max(), most >= 3 { return "repeats itself (a trigram \(most) times)" }
+            var run = 1
+            for (a, b) in zip(words, words.dropFirst()) {
+                run = a == b ? run + 1 : 1
+                if run >= 4 { return "repeats itself (\(a) \(run) times)" }
+            }
+            return nil
+        }
+
+        /// The language whisper detects on the samples in the full window (its own detection, on a
+        /// state whose last decode used the full window).
+        private func detectLanguage(_ samples: [Float], threads: Int) throws -> String? {
+            if detector == nil { detector = whisper_init_state(engine.context) }
+            guard let detector else {
+                throw TranscribeError(.decodeFailed, "whisper could not allocate a decoding state (out of memory?)")
+            }
+            let n = Int32(max(1, threads))
+            let status = samples.withUnsafeBufferPointer {
+                whisper_pcm_to_mel_with_state(engine.context, detector, $0.baseAddress, Int32($0.count), n)
+            }
+            guard status == 0 else { throw TranscribeError(.decodeFailed, "whisper failed on this chunk (mel)") }
+            let id = whisper_lang_auto_detect_with_state(engine.context, detector, 0, n, nil)
+            guard id >= 0 else { throw TranscribeError(.decodeFailed, "whisper could not detect the language") }
+            return whisper_lang_str(id).map { String(cString: $0) }
+        }
+
+        /// One whisper_full call in an encoder context of `frames` (0: the full window).
+        private func run(
+            _ samples: [Float], _ options: Options, frames: Int32, prompt: String?, noContext: Bool,
+            abort: WhisperAbort
+        ) throws -> (segments: [Segment], language: String?) {
             var params = whisper_full_default_params(
                 options.beamSize > 1 ? WHISPER_SAMPLING_BEAM_SEARCH : WHISPER_SAMPLING_GREEDY)
             params.n_threads = Int32(max(1, options.threads))
             params.translate = options.translate
-            params.no_context = !options.conditionOnPreviousText
+            params.no_context = noContext
             params.print_progress = false
             params.print_realtime = false
             params.print_timestamps = false
@@ -164,9 +292,10 @@ final class WhisperEngine: @unchecked Sendable {
             params.beam_search.beam_size = Int32(max(1, options.beamSize))
             params.suppress_blank = true
             params.suppress_nst = true
+            params.audio_ctx = frames
 
             let language = strdup(options.language ?? "auto")
-            let prompt = (prompted ? nil : options.initialPrompt).flatMap { strdup($0) }
+            let prompt = prompt.flatMap { strdup($0) }
             defer {
                 free(language)
                 free(prompt)
@@ -174,7 +303,6 @@ final class WhisperEngine: @unchecked Sendable {
             params.language = UnsafePointer(language)
             params.detect_language = false
             params.initial_prompt = UnsafePointer(prompt)
-            prompted = true
 
             params.abort_callback = { data in
                 guard let data else { return false }
@@ -186,6 +314,8 @@ final class WhisperEngine: @unchecked Sendable {
                     whisper_full_with_state(engine.context, state, params, buffer.baseAddress, Int32(buffer.count))
                 }
             }
+            // whisper.cpp keeps the context from a call that got past its too-short check (100 ms).
+            if samples.count >= 200, 1 + (samples.count - 200) / 160 >= 10 { encoderFrames = frames }
             if abort.isRequested { throw CancellationError() }
             guard status == 0 else {
                 throw TranscribeError(.decodeFailed, "whisper failed on this chunk (status \(status))")
@@ -193,12 +323,15 @@ final class WhisperEngine: @unchecked Sendable {
 
             var segments: [Segment] = []
             let eot = whisper_token_eot(engine.context)
+            let beg = whisper_token_beg(engine.context)
             for i in 0..<whisper_full_n_segments_from_state(state) {
                 var tokens: [Token] = []
                 var logprobs: [Double] = []
+                var ids: [Int32] = []
                 for j in 0..<whisper_full_n_tokens_from_state(state, i) {
                     let data = whisper_full_get_token_data_from_state(state, i, j)
                     logprobs.append(Double(data.plog))
+                    ids.append(data.id)
                     guard data.id < eot, let raw = whisper_full_get_token_text_from_state(engine.context, state, i, j)
                     else { continue }
                     tokens.append(
@@ -217,15 +350,23 @@ final class WhisperEngine: @unchecked Sendable {
                         text: text,
                         noSpeechProbability: Double(whisper_full_get_segment_no_speech_prob_from_state(state, i)),
                         averageLogprob: logprobs.reduce(0, +) / Double(max(1, logprobs.count)),
-                        tokens: tokens))
+                        tokens: tokens, ids: ids, endsWithTimestamp: (ids.last ?? 0) > beg))
             }
             let langID = whisper_full_lang_id_from_state(state)
-            // Whisper's no-speech test, as OpenAI's transcribe() applies it to a window: likely no
-            // speech, and what was decoded is unsure. And a window Whisper itself finds very likely
-            // speechless gives no text however sure the decoding: with a language forced, noise and
-            // tones come back as confident invented sentences (measured: p 0.81 for a sine sweep,
-            // 0.88 for -50 dB noise, at most 0.23 for the speech in Samples/ and the LibriVox lines).
-            // For one window; longer audio keeps whisper.cpp's own per-window test.
+            return (segments, langID >= 0 ? whisper_lang_str(langID).map { String(cString: $0) } : nil)
+        }
+
+        /// Whisper's no-speech test, as OpenAI's transcribe() applies it to a window: likely no
+        /// speech, and what was decoded is unsure. And a window Whisper itself finds very likely
+        /// speechless gives no text however sure the decoding: with a language forced, noise and
+        /// tones come back as confident invented sentences (measured: p 0.81 for a sine sweep,
+        /// 0.88 for -50 dB noise, at most 0.23 for the speech in Samples/ and the LibriVox lines).
+        /// For one window; longer audio keeps whisper.cpp's own per-window test.
+        private func finish(
+            _ decoded: (segments: [Segment], language: String?), samples: [Float], options: Options,
+            encoder: EncoderContext
+        ) -> Decoded {
+            var segments = decoded.segments
             if !segments.isEmpty, samples.count <= 30 * 16000,
                 let p = startOfTranscriptNoSpeech(threads: options.threads)
             {
@@ -237,8 +378,7 @@ final class WhisperEngine: @unchecked Sendable {
                     segments = []
                 }
             }
-            let detected = langID >= 0 ? whisper_lang_str(langID).map { String(cString: $0) } : nil
-            return (segments, options.language ?? detected)
+            return Decoded(segments: segments, language: options.language ?? decoded.language, encoder: encoder)
         }
 
         /// The no-speech probability as OpenAI's Whisper defines it: the <|nospeech|> token's share

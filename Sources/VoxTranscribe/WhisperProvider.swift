@@ -40,11 +40,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     }
 
     /// Where short model names are looked up: `$VOXPIPE_MODELS` (colon-separated), then the
-    /// folder `make setup` installs into.
-    public static var modelSearchPath: [URL] {
-        installedDataSearchPath(variable: "VOXPIPE_MODELS", folder: "models")
-    }
-
+    /// folder `make setup` installs into (`ModelFolders`).
+    public static var modelSearchPath: [URL] { ModelFolders.searchPath }
     /// The file a model folder holds.
     public static let modelFileName = "ggml-model.bin"
 
@@ -90,6 +87,17 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             "initialPrompt", .string, help: "Text to prompt an item's first window with (names, vocabulary, style)."),
         OptionSpec("wordTimestamps", .boolean, default: true, help: "Word start and end times."),
         OptionSpec(
+            "shrinkEncoderSeconds", .number(0...30), default: 0,
+            help:
+                "Chunks up to this long are encoded in a context of their own length plus encoderMargin instead of "
+                + "Whisper's full 30-s window (about 3x less CPU on 3-7 s turns, but words can change: see the "
+                + "README); one that then repeats itself, is unsure (logprobThreshold) or ends without a timestamp "
+                + "is decoded again in the full window. 0: off."
+        ),
+        OptionSpec(
+            "encoderMargin", .number(1...10), default: 3,
+            help: "Seconds of context added to a shrunk chunk (rounded up to whole seconds)."),
+        OptionSpec(
             "threads", .integer(0...256), default: 1,
             help:
                 "CPU threads per decoding item; items decode side by side to fill the cores. More threads make one "
@@ -119,6 +127,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         o.conditionOnPreviousText = options.bool("conditionOnPreviousText") ?? o.conditionOnPreviousText
         o.initialPrompt = options.string("initialPrompt")
         o.wordTimestamps = options.bool("wordTimestamps") ?? o.wordTimestamps
+        o.shrinkEncoderSeconds = options.double("shrinkEncoderSeconds") ?? o.shrinkEncoderSeconds
+        o.encoderMargin = options.double("encoderMargin") ?? o.encoderMargin
         return Settings(
             model: model, modelFile: resolveModel(model, baseDirectory: options.baseDirectory),
             modelPath: isPath(model)
@@ -266,8 +276,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             // Decoding takes seconds of CPU: off the cooperative pool, so other stages keep moving.
             // Cancellation (SIGINT/SIGTERM, a serve client gone) reaches the decode through its abort flag.
             let abort = WhisperAbort()
-            let decoded: (segments: [WhisperEngine.Segment], language: String?) = try await withTaskCancellationHandler
-            {
+            let decoded: WhisperEngine.Decoded = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     Thread.detachNewThread { [provider] in
                         guard provider.beginDecode(unless: abort) else {
@@ -283,7 +292,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
                 abort.request()
                 provider.wakeWaiters()
             }
-            let (segments, detected) = decoded
+            let (segments, detected) = (decoded.segments, decoded.language)
             var words: [Word] = []
             var spans: [TranscriptSegment] = []
             for segment in segments {

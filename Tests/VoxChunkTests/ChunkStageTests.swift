@@ -124,10 +124,10 @@ import VoxTestSupport
     }
 
     @Test func memoryStaysBoundedOnALongSilentStream() async throws {
-        let cutter = VoiceCutter(format: AudioFormat(sampleRate: 8000, channels: 1), settings: .init())
+        let cutter = try VoiceCutter(format: AudioFormat(sampleRate: 8000, channels: 1), settings: .init())
         let quiet = bursts(rate: 8000, seconds: 10, speech: [])
         for i in 0..<60 {
-            _ = cutter.push(AudioBlock(format: cutter.format, samples: quiet, frameOffset: Int64(i * 80000)))
+            _ = try cutter.push(AudioBlock(format: cutter.format, samples: quiet, frameOffset: Int64(i * 80000)))
         }
         #expect(cutter.bufferedSamples < 8000 * 12)
         #expect(cutter.bufferedEnergies < 100 * 6)

@@ -111,4 +111,21 @@ struct ServeFailureTests {
         let metrics = try await server.text("/metrics")
         #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"timeout\"} 1"))
     }
+
+    @Test func aClipOverMaxClipIs422FromItsHeaderBeforeAnyDecoding() async throws {
+        let fake = try FakeOpenAIServer(key: "sk-server")
+        let server = try await ServerFixture.start(spec: try spec(fake)) { $0.maxClipSeconds = 2 }
+        // 5 s of a 440 Hz tone at 16 kHz: the WAV header says 80000 frames.
+        let tone = (0..<80000).map { Float(0.3 * sin(2 * Double.pi * 440 * Double($0) / 16000)) }
+        let wav = WAVData.pcm16(tone, format: AudioFormat(sampleRate: 16000, channels: 1))
+        let refused = try await server.post("\(api)/process-audio", ["audio": wav.base64EncodedString()])
+        #expect(refused.status == 422)
+        #expect(
+            refused.json["error"] as? String
+                == "audio: the clip is 5.0 s long, over the 2 s this server takes (--max-clip)")
+        // Refused before the pipeline: no turn ran, so nothing reached the chat provider.
+        #expect(try fake.log().filter { ($0["path"] as? String) == "/v1/chat/completions" }.isEmpty)
+        let metrics = try await server.text("/metrics")
+        #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"too_long\"} 1"), "\(metrics)")
+    }
 }

@@ -218,6 +218,73 @@ import VoxTestSupport
                 == true)
     }
 
+    /// The shared base model (the provider's key, so the test process loads it once).
+    func baseEngine() throws -> WhisperEngine {
+        let file = try #require(WhisperProvider.resolveModel("base", baseDirectory: URL(fileURLWithPath: "/")))
+        return try testEngines.engine("whisper:\(file.path)") { try WhisperEngine(modelFile: file) }
+    }
+
+    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    func aShortTurnIsDecodedInAShrunkContextAndAnUnsureOneAgainInTheFullWindow() async throws {
+        let line = try Self.librivoxLines()[4]  // 3.29 s: "he might even have been made amiable himself"
+        let samples = try await chunk16k(line.url).samples
+        var options = WhisperEngine.Options()
+        options.language = "en"
+        let full = try baseEngine().makeDecoder().decode(samples, options: options)
+        #expect(full.encoder == .full)
+        options.shrinkEncoderSeconds = 20
+        // 3.29 s + 3 s of margin, rounded up to 7 s: 350 frames of 20 ms instead of 1500.
+        let shrunk = try baseEngine().makeDecoder().decode(samples, options: options)
+        #expect(shrunk.encoder == .shrunk(frames: 350))
+        let text = shrunk.segments.map(\.text).joined()
+        #expect(wordErrorRate(reference: line.text, hypothesis: text) <= 0.2, "heard: \(text)")
+        // A decode held to an average log probability no decode reaches is redone in the full
+        // window, and gives what the full window gives.
+        options.logprobThreshold = -0.001
+        let redone = try baseEngine().makeDecoder().decode(samples, options: options)
+        guard case .fellBack(350, let reason) = redone.encoder else {
+            Issue.record("not decoded again: \(redone.encoder)")
+            return
+        }
+        #expect(reason.hasPrefix("average log probability"), "\(reason)")
+        #expect(redone.segments.map(\.text) == full.segments.map(\.text))
+        // A chunk over the limit is never shrunk.
+        options.shrinkEncoderSeconds = 3
+        #expect(WhisperEngine.Decoder.shrunkContext(samples: samples.count, options: options) == nil)
+    }
+
+    @Test func aShrunkDecodeThatRepeatsOrEndsWithoutATimestampIsRejected() {
+        var options = WhisperEngine.Options()
+        options.shrinkEncoderSeconds = 20
+        func segment(
+            _ text: String, end: Double = 4, ids: [Int32] = [50364, 400, 50564], timestamp: Bool = true
+        )
+            -> WhisperEngine.Segment
+        {
+            WhisperEngine.Segment(
+                start: 0, end: end, text: text, noSpeechProbability: 0.01, averageLogprob: -0.2, tokens: [],
+                ids: ids, endsWithTimestamp: timestamp)
+        }
+        func reason(_ segments: [WhisperEngine.Segment]) -> String? {
+            WhisperEngine.Decoder.rejection(segments, seconds: 5, frames: 400, options: options)
+        }
+        #expect(reason([segment(" He might even have been made amiable himself.")]) == nil)
+        #expect(reason([]) == "no text")
+        #expect(reason([segment(" He might even", timestamp: false)]) == "no timestamp at the end")
+        #expect(reason([segment(" He might even", end: 9)]) == "timestamps past the encoded audio")
+        #expect(reason([segment(" I am here. I am here. I am here. Yes.")])?.hasPrefix("repeats itself") == true)
+        #expect(reason([segment(" no no no no")])?.hasPrefix("repeats itself") == true)
+        let many = (1...31).map { " w\($0)" }.joined()  // 31 different words in 5 s
+        #expect(reason([segment(many)]) == "31 words in 5.0 s")
+        #expect(
+            reason([segment(" ha", ids: [Int32](repeating: 1000, count: 40) + [50564])])?.hasPrefix("repeats") == true)
+        // 5 s and a 3-s margin: 8 s, 400 frames; over the limit, or with the shrink off: the full window.
+        #expect(WhisperEngine.Decoder.shrunkContext(samples: 16000 * 5, options: options) == 400)
+        #expect(WhisperEngine.Decoder.shrunkContext(samples: 16000 * 21, options: options) == nil)
+        options.shrinkEncoderSeconds = 0
+        #expect(WhisperEngine.Decoder.shrunkContext(samples: 16000 * 5, options: options) == nil)
+    }
+
     @Test func tokensJoinIntoWordsAcrossSplitCharactersAndKeepPunctuation() {
         func token(_ s: String, _ t0: Double, _ t1: Double) -> WhisperEngine.Token {
             WhisperEngine.Token(bytes: Array(s.utf8), start: t0, end: t1, probability: 0.5)
