@@ -323,6 +323,7 @@ public enum Planner {
             }
         }
         try checkAcyclic(parents, ids: parsed.map(\.id))
+        try checkStageReferences(parsed.map { ($0.id, $0.kind) }, options: stages.map { $0.objectValue ?? [:] })
 
         // 3. Types on every edge.
         var nodes: [Plan.Node] = []
@@ -405,6 +406,34 @@ public enum Planner {
 
     /// Throws for the first cycle among the `from` edges (`parents`), found by one depth-first
     /// walk over every stage: reaching a stage that is still on the walk closes a cycle.
+    /// Every option naming another stage (`OptionSpec.Kind.stage`) names one of the spec, of a
+    /// kind it accepts; the error gives the JSON path.
+    static func checkStageReferences(_ stages: [(id: String, kind: StageKind)], options: [[String: JSONValue]]) throws {
+        for (i, stage) in stages.enumerated() {
+            for spec in stage.kind.options {
+                guard case .stage(let kinds) = spec.kind, let name = options[i][spec.name]?.stringValue else {
+                    continue
+                }
+                let path = "stages[\(i)].\(spec.name)"
+                guard let target = stages.first(where: { $0.id == name }) else {
+                    throw VoxError(
+                        .invalidSpec,
+                        "\(path): no stage has the id \"\(name)\" (stage '\(stage.id)'; ids: "
+                            + "\(stages.map(\.id).joined(separator: ", ")))")
+                }
+                guard target.id != stage.id else {
+                    throw VoxError(.invalidSpec, "\(path): stage '\(stage.id)' cannot name itself")
+                }
+                guard kinds.isEmpty || kinds.contains(target.kind.kind) else {
+                    throw VoxError(
+                        .invalidSpec,
+                        "\(path): stage '\(name)' is a \(target.kind.kind) stage; expected "
+                            + "\(kinds.joined(separator: " or ")) (stage '\(stage.id)')")
+                }
+            }
+        }
+    }
+
     static func checkAcyclic(_ parents: [[Int]], ids: [String]) throws {
         enum Mark { case new, onWalk, done }
         var marks = [Mark](repeating: .new, count: parents.count)

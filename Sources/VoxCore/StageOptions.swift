@@ -19,6 +19,9 @@ public struct OptionSpec: Sendable {
         case choices([String])
         /// A provider block: `{"name": …, …}` with options that depend on the provider.
         case provider([ProviderSpec])
+        /// The id of another stage of the spec, of one of these kinds (any kind when empty): a
+        /// reference the planner resolves and checks at load, like `from`.
+        case stage([String])
     }
 
     public var name: String
@@ -46,6 +49,7 @@ public struct OptionSpec: Sendable {
             "integer \(r.lowerBound)…\(r.upperBound) | " + c.map { "\"\($0)\"" }.joined(separator: " | ")
         case .choices(let c): "[" + c.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
         case .provider(let p): "provider: " + p.map(\.name).joined(separator: " | ")
+        case .stage(let kinds): kinds.isEmpty ? "stage id" : "id of a " + kinds.joined(separator: " | ") + " stage"
         }
     }
 
@@ -68,6 +72,10 @@ public struct OptionSpec: Sendable {
         case .string, .path:
             guard let s = value.stringValue else { throw fail("expected a string, got \(value.typeDescription)") }
             if case .path = kind, s.isEmpty { throw fail("expected a path, got an empty string") }
+        case .stage:
+            guard value.stringValue != nil else {
+                throw fail("expected a stage id, got \(value.typeDescription)")
+            }
         case .choice(let choices):
             guard let s = value.stringValue else {
                 throw fail("expected one of \(typeDescription), got \(value.typeDescription)")

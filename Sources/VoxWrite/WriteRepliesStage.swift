@@ -39,7 +39,7 @@ public struct WriteRepliesStage: Stage {
             "embedAudio", .boolean, default: false, help: "Put each spoken reply in the JSON as a base64 WAV (`audio`)."
         ),
         OptionSpec(
-            "audioFrom", .string,
+            "audioFrom", .stage(["write-audio", "write-wav"]),
             help: "Id of the write-audio (or write-wav) stage writing the spoken replies; each turn then names its "
                 + "file (`audioFile`)."),
     ]

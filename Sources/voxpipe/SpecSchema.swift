@@ -60,7 +60,7 @@ enum SpecSchema {
         case .number(let r): s = ["type": "number", "minimum": .number(r.lowerBound), "maximum": .number(r.upperBound)]
         case .boolean: s = ["type": "boolean"]
         case .string: s = ["type": "string"]
-        case .path: s = ["type": "string", "minLength": 1]
+        case .path, .stage: s = ["type": "string", "minLength": 1]
         case .choice(let c): s = ["enum": .array(c.map { .string($0) })]
         case .integerOrChoice(let r, let c):
             s = [

@@ -73,6 +73,38 @@ import VoxTestSupport
         #expect(result.stderr.hasPrefix("voxpipe: error: \(spec.path): not valid JSON"))
     }
 
+    @Test func aMisspeltOrWrongKindStageReferenceExits65NamingItsPath() throws {
+        let dir = temporaryDirectory()
+        let rules = packageRoot.appendingPathComponent("Pipelines/tutor-rules.json").path
+        func validate(audioFrom: String) throws -> Invocation {
+            let spec = try writeSpec(
+                """
+                {"stages": [
+                  {"id": "text", "kind": "read-text"},
+                  {"id": "tutor", "kind": "reply", "provider": {"name": "rules", "rules": "\(rules)"}},
+                  {"id": "voice", "kind": "synthesize"},
+                  {"id": "speech", "kind": "write-wav", "from": "voice"},
+                  {"id": "replies", "kind": "write-replies", "from": "voice", "audioFrom": "\(audioFrom)"}
+                ]}
+                """, in: dir)
+            return try voxpipe(["validate", spec.path])
+        }
+        #expect(try validate(audioFrom: "speech").status == 0)
+        let misspelt = try validate(audioFrom: "speach")
+        #expect(misspelt.status == 65)
+        #expect(
+            misspelt.stderr.contains(
+                #"stages[4].audioFrom: no stage has the id "speach" "#
+                    + "(stage 'replies'; ids: text, tutor, voice, speech, replies)"
+            ), "\(misspelt.stderr)")
+        let wrongKind = try validate(audioFrom: "voice")
+        #expect(wrongKind.status == 65)
+        #expect(
+            wrongKind.stderr.contains(
+                "stages[4].audioFrom: stage 'voice' is a synthesize stage; expected write-audio or write-wav "
+                    + "(stage 'replies')"), "\(wrongKind.stderr)")
+    }
+
     @Test func everyShippedPipelineValidates() throws {
         let pipelines = try FileManager.default.contentsOfDirectory(
             atPath: packageRoot.appendingPathComponent("Pipelines").path
