@@ -38,10 +38,13 @@ struct VerifyCommand: AsyncParsableCommand {
             do { plan = try loadPlan(rebuild) } catch { throw fail(error) }
         }
         var failed = 0
-        for bag in bags {
+        // One runner rebuilds every bag (its models loaded once), in one work folder.
+        let rebuilder = plan.map { Rebuilder(plan: $0) }
+        defer { rebuilder?.remove() }
+        for (index, bag) in bags.enumerated() {
             var problems = BagIt.verify(bag: bag)
-            if problems.isEmpty, let plan, let rebuild {
-                problems += await rebuildProblems(bag: bag, plan: plan, specPath: rebuild)
+            if problems.isEmpty, let rebuilder {
+                problems += await rebuilder.problems(bag: bag, index: index)
             }
             if problems.isEmpty {
                 printLine("OK    \(bag.path)\(plan == nil ? "" : " (rebuilt: evidence.wav identical)")")
@@ -64,10 +67,35 @@ struct VerifyCommand: AsyncParsableCommand {
         }
         return found.sorted { $0.path < $1.path }
     }
+}
+
+/// Rebuilds bags' evidence with one runner, prepared at the first bag that needs it (so its
+/// models load once however many bags are verified), each bag's item in a folder of its own.
+final class Rebuilder {
+    let plan: Plan
+    let work = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-rebuild-\(UUID().uuidString)")
+    private var runner: Runner?
+
+    init(plan: Plan) { self.plan = plan }
+
+    func remove() { try? FileManager.default.removeItem(at: work) }
+
+    var out: URL { work.appendingPathComponent("out") }
+
+    func prepared() async throws -> Runner {
+        if let runner { return runner }
+        let context = makeContext(
+            plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion),
+            logger: Logger(label: "voxpipe"))
+        let prepared = try await Runner.prepare(
+            plan, options: RunOptions(outputDirectory: out, jobs: 1), context: context)
+        runner = prepared
+        return prepared
+    }
 
     /// Runs the spec again on the bag's original (with its report as the sidecar and its track)
     /// and compares the new evidence.wav byte for byte.
-    func rebuildProblems(bag: URL, plan: Plan, specPath: String) async -> [String] {
+    func problems(bag: URL, index: Int) async -> [String] {
         let layout = EvidenceBag(root: bag)
         guard let originalURL = layout.existingOriginal() else {
             return ["data/original.*: missing, nothing to rebuild from"]
@@ -79,17 +107,16 @@ struct VerifyCommand: AsyncParsableCommand {
         guard let evidenceNode = plan.nodes.first(where: { $0.kind.kind == WriteEvidenceStage.kind }) else {
             return ["the spec has no write-evidence stage"]
         }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-rebuild-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: work) }
+        let input = work.appendingPathComponent("in/\(index)")
+        defer { try? FileManager.default.removeItem(at: input) }
         do {
-            let input = work.appendingPathComponent("in")
             try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
             let upload = input.appendingPathComponent(original)
             try FileManager.default.copyItem(at: originalURL, to: upload)
             if let fields = report["report"], fields != .null {
                 try fields.prettyData().write(to: upload.deletingPathExtension().appendingPathExtension("json"))
             }
-            var item = InputFile(url: upload, relativePath: original, outputName: "rebuilt")
+            var item = InputFile(url: upload, relativePath: original, outputName: "rebuilt-\(index)")
             if let track = report["track"]?.objectValue, let channel = track["channel"]?.numberValue {
                 item = item.forTrack(
                     InputFile.Track(
@@ -105,13 +132,7 @@ struct VerifyCommand: AsyncParsableCommand {
                         name: bag.deletingLastPathComponent().lastPathComponent, reportIDs: ids, end: end,
                         seconds: seconds))
             }
-            let out = work.appendingPathComponent("out")
-            let options = RunOptions(outputDirectory: out, jobs: 1)
-            let context = makeContext(
-                plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion),
-                logger: Logger(label: "voxpipe"))
-            let runner = try await Runner.prepare(plan, options: options, context: context)
-            let result = await runner.process(item)
+            let result = await (try await prepared()).process(item)
             guard result.status == .done else { return ["rebuild failed: \(result.failure?.description ?? "unknown")"] }
             let rebuilt = EvidenceBag(outputDirectory: out, itemFolder: item.outputName, stageID: evidenceNode.id)
                 .evidence
