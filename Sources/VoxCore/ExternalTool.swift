@@ -15,6 +15,33 @@ public enum ExternalTool {
         return nil
     }
 
+    /// Runs `tool` with `arguments`, `input` on its standard input; returns its status, its
+    /// standard output as bytes and its standard error. Input and error are written and read on
+    /// threads of their own, so a tool that fills a pipe never blocks the others.
+    public static func run(
+        _ tool: URL, _ arguments: [String], input: Data
+    ) throws -> (
+        status: Int32, stdout: Data, stderr: String
+    ) {
+        let process = Process()
+        process.executableURL = tool
+        process.arguments = arguments
+        let inPipe = Pipe(), out = Pipe(), err = Pipe()
+        process.standardInput = inPipe
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let writer = inPipe.fileHandleForWriting
+        Thread.detachNewThread {
+            try? writer.write(contentsOf: input)
+            try? writer.close()
+        }
+        let errData = ErrorPipeReader(err.fileHandleForReading)
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, outData, String(decoding: errData.wait(), as: UTF8.self))
+    }
+
     /// Runs `tool` with `arguments` and no standard input; returns its status and what it
     /// printed. For tools whose output is small.
     public static func capture(

@@ -2,18 +2,15 @@ internal import CEspeakNG
 import Foundation
 import VoxCore
 
-/// libespeak-ng, which keeps all its state in process globals (one voice, one parameter set,
-/// one callback). So there is exactly one engine per process, and every call goes through its
-/// lock: synthesis is serialized across workers. This is the one shared instance in voxpipe,
-/// because the C library itself is one.
+/// espeak-ng: libespeak-ng in the process for its voices and phonemes (it keeps all its state in
+/// process globals, so there is exactly one engine per process and every call goes through its
+/// lock), and the `espeak-ng` program for speech, a process per piece so that no utterance
+/// inherits another's state (see `synthesize`).
 final class EspeakEngine: @unchecked Sendable {
     static let shared = EspeakEngine()
 
     private let lock = NSLock()
     private var sampleRate: Int?
-    /// The voice and parameters espeak-ng holds now; set again only when they change, because
-    /// loading a voice costs more than speaking a sentence.
-    private var current: Voice?
 
     /// Initializes the library once; returns its output sample rate.
     func start() throws -> Int {
@@ -24,7 +21,6 @@ final class EspeakEngine: @unchecked Sendable {
                 throw VoxError(
                     .unavailable, "espeak-ng could not start: its data is missing (apt-get install espeak-ng-data)")
             }
-            espeak_SetSynthCallback(synthCallback)
             sampleRate = Int(rate)
             return Int(rate)
         }
@@ -34,7 +30,6 @@ final class EspeakEngine: @unchecked Sendable {
     func hasVoice(_ name: String) throws -> Bool {
         _ = try start()
         return lock.withLock {
-            current = nil
             return espeak_SetVoiceByName(name) == EE_OK
         }
     }
@@ -47,45 +42,71 @@ final class EspeakEngine: @unchecked Sendable {
     }
 
     /// Speaks each piece of text in turn with `voice`; returns 16-bit samples at the engine's
-    /// rate, all pieces one after the other.
+    /// rate, all pieces one after the other. Each piece is spoken by a fresh `espeak-ng` process:
+    /// the library carries state from one utterance into the next (its pitch flutter and wave
+    /// phase run on), so in one process the same reply came out slightly different each time and
+    /// a run's audio depended on the order its items reached the voice. A process per piece
+    /// (about 20 ms) makes every reply's audio a function of its text and voice alone.
     func synthesize(_ pieces: [String], voice: Voice) throws -> [Int16] {
-        _ = try start()
-        return try lock.withLock {
-            if current != voice {
-                current = nil
-                guard espeak_SetVoiceByName(voice.name) == EE_OK else {
-                    throw SynthesizeError(.voice, "espeak-ng has no voice \"\(voice.name)\"")
-                }
-                espeak_SetParameter(espeakRATE, Int32(voice.rate), 0)
-                espeak_SetParameter(espeakPITCH, Int32(voice.pitch), 0)
-                espeak_SetParameter(espeakVOLUME, Int32(voice.volume), 0)
-                current = voice
-            }
-            let collector = SampleCollector()
-            let context = Unmanaged.passRetained(collector)
-            defer { context.release() }
-            for piece in pieces {
-                let status = piece.withCString { cText in
-                    espeak_Synth(
-                        cText, strlen(cText) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, context.toOpaque()
-                    )
-                }
-                guard status == EE_OK else {
-                    throw SynthesizeError(.engine, "espeak-ng failed to synthesize (error \(status.rawValue))")
-                }
-            }
-            espeak_Synchronize()
-            return collector.samples
+        let rate = try start()
+        guard let tool = ExternalTool.find("espeak-ng") else {
+            throw VoxError(.unavailable, "the espeak-ng program is not installed (apt-get install espeak-ng)")
         }
+        var samples: [Int16] = []
+        for piece in pieces {
+            let arguments = [
+                "-v", voice.name, "-s", String(voice.rate), "-p", String(voice.pitch), "-a", String(voice.volume),
+                "-b", "1", "--stdin", "--stdout",
+            ]
+            let (status, wav, errors) = try ExternalTool.run(tool, arguments, input: Data((piece + "\n").utf8))
+            guard status == 0 else {
+                let reason = errors.split(separator: "\n").last.map(String.init) ?? "no message"
+                throw SynthesizeError(.engine, "espeak-ng failed to synthesize (exit \(status)): \(reason)")
+            }
+            guard let pcm = Self.pcm16(wav, rate: rate) else {
+                throw SynthesizeError(.engine, "espeak-ng gave no 16-bit mono WAV at \(rate) Hz")
+            }
+            samples += pcm
+        }
+        return samples
+    }
+
+    /// The samples of the WAV espeak-ng writes to a pipe (16-bit mono; its sizes are placeholders,
+    /// so the data runs to the end); nil when it is not that at `rate`.
+    static func pcm16(_ wav: Data, rate: Int) -> [Int16]? {
+        let bytes = [UInt8](wav)
+        func u32(_ at: Int) -> Int {
+            Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
+        }
+        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+        guard bytes.count >= 12, bytes[0..<4] == [0x52, 0x49, 0x46, 0x46], bytes[8..<12] == [0x57, 0x41, 0x56, 0x45]
+        else { return nil }
+        var at = 12
+        var format: (channels: Int, rate: Int, bits: Int)?
+        while at + 8 <= bytes.count {
+            let id = String(decoding: bytes[at..<at + 4], as: UTF8.self)
+            let size = u32(at + 4)
+            let body = at + 8
+            if id == "fmt ", body + 16 <= bytes.count {
+                format = (u16(body + 2), u32(body + 4), u16(body + 14))
+            } else if id == "data" {
+                guard let format, format.channels == 1, format.rate == rate, format.bits == 16 else { return nil }
+                let count = (bytes.count - body) / 2
+                return (0..<count).map {
+                    Int16(bitPattern: UInt16(bytes[body + 2 * $0]) | UInt16(bytes[body + 2 * $0 + 1]) << 8)
+                }
+            }
+            at = body + size + (size & 1)
+        }
+        return nil
     }
 
     /// IPA for `text` in espeak-ng's voice `voice`, clause by clause, each with the source text
     /// it consumed (which holds the clause's punctuation: Debian's 1.51 has no
-    /// `espeak_TextToPhonemesWithTerminator`). The engine's own voice is set again before it next speaks.
+    /// `espeak_TextToPhonemesWithTerminator`).
     func phonemes(_ text: String, voice: String) throws -> [(ipa: String, source: String)] {
         _ = try start()
         return try lock.withLock {
-            current = nil
             guard espeak_SetVoiceByName(voice) == EE_OK else {
                 throw SynthesizeError(.voice, "espeak-ng has no voice \"\(voice)\" to phonemize with")
             }
@@ -113,18 +134,4 @@ final class EspeakEngine: @unchecked Sendable {
         var path: UnsafePointer<CChar>?
         return espeak_Info(&path).map { String(cString: $0) } ?? "unknown"
     }
-}
-
-/// Receives samples from the synthesis callback.
-final class SampleCollector {
-    var samples: [Int16] = []
-}
-
-private func synthCallback(
-    _ wav: UnsafeMutablePointer<Int16>?, _ count: Int32, _ events: UnsafeMutablePointer<espeak_EVENT>?
-) -> Int32 {
-    guard let events, let user = events.pointee.user_data else { return 0 }
-    let collector = Unmanaged<SampleCollector>.fromOpaque(user).takeUnretainedValue()
-    if let wav, count > 0 { collector.samples.append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count))) }
-    return 0
 }

@@ -46,6 +46,19 @@ import VoxTestSupport
         #expect(odd.allSatisfy { !$0.audio.samples.isEmpty })
     }
 
+    @Test func aReplySoundsTheSameWhateverWasSpokenBeforeIt() async throws {
+        // libespeak-ng's pitch flutter and wave phase run on from one utterance to the next: the
+        // same reply came out different each time in one process, so a run's audio depended on
+        // the order its items reached the voice.
+        let reply = "Mir geht es gut, danke der Nachfrage! Und wie geht es dir?"
+        let speech = try await speak([reply, "Something else, of another length.", reply, reply], voice: "de")
+        let first = speech[0].audio.samples
+        let again = [
+            speech[2].audio.samples, speech[3].audio.samples, try await speak([reply], voice: "de")[0].audio.samples,
+        ]
+        #expect(again.map { $0 == first } == [true, true, true], "lengths \(first.count) vs \(again.map(\.count))")
+    }
+
     @Test func aServedRequestsVoiceAndSpeedApplyWhenEspeakHasThem() throws {
         let provider = EspeakProvider(
             StageOptions(
