@@ -480,19 +480,6 @@ final class Exchange: @unchecked Sendable {
     }
 }
 
-/// True for the first caller of `claim()` only.
-final class Once: @unchecked Sendable {
-    private let lock = NSLock()
-    private var claimed = false
-
-    func claim() -> Bool {
-        lock.withLock {
-            defer { claimed = true }
-            return !claimed
-        }
-    }
-}
-
 /// Thrown by `Deadline.race` when the time ran out first.
 struct DeadlinePassed: Error {}
 

@@ -50,20 +50,7 @@ func bootstrapLogging(verbose: Bool) {
 }
 
 /// Whether logging has been bootstrapped in this process (swift-log's own state is process-wide too).
-private let loggingBootstrap = OnceFlag()
-
-final class OnceFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var claimed = false
-
-    /// True the first time only.
-    func claim() -> Bool {
-        lock.withLock {
-            defer { claimed = true }
-            return !claimed
-        }
-    }
-}
+private let loggingBootstrap = Once()
 
 /// Loads and checks a spec; with `requireOutputs`, a spec with no writer is an error too.
 func loadPlan(_ path: String, requireOutputs: Bool = false) throws -> Plan {
