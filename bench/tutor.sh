@@ -36,7 +36,7 @@ serve() {
   SERVER=$!
   PORT=""
   for _ in $(seq 1 600); do
-    PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$W/serve.log" | head -1 | cut -d: -f3)
+    PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$W/serve.log" | head -1 | cut -d: -f3 || true)
     [ -n "$PORT" ] && break
     kill -0 "$SERVER" 2>/dev/null || break
     sleep 0.1
@@ -44,6 +44,7 @@ serve() {
   [ -n "$PORT" ] || { echo "bench: voxpipe serve did not start" >&2; cat "$W/serve.log" >&2; exit 1; }
 }
 stop_server() { kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=""; }
+load() { cut -d' ' -f1 /proc/loadavg; }
 ratio() { awk "BEGIN{ if ($2 > 0) printf \"%.2f\", $1 / $2; else print \"n/a\" }"; }
 
 # The turn: the German sample twice (4.1 s each), as a phone-style M4A (22.05 kHz mono AAC 48 kb/s,
@@ -54,7 +55,7 @@ clip=$(soxi -D "$W/turn.wav")
 CLIENT="python3 bench/tutor_clients.py"
 
 echo
-echo "== one $(printf '%.1f' "$clip")-s German turn through voxpipe serve Pipelines/lesson-tutor.json (M4A upload, whisper + rules + espeak-ng + mp3 answer), $TURNS turns one after the other, $(nproc) cores"
+echo "== one $(printf '%.1f' "$clip")-s German turn through voxpipe serve Pipelines/lesson-tutor.json (M4A upload, whisper + rules + espeak-ng + mp3 answer), $TURNS turns one after the other, $(nproc) cores, load average $(load)"
 serve
 idle=$($CLIENT turns --port "$PORT" --clip "$W/turn.m4a" -n "$TURNS" 2> "$W/turns-idle.txt")
 yes > /dev/null & HOGS="$!"
@@ -71,7 +72,7 @@ echo "hogs / idle:      p50 $(ratio "$b50" "$i50")x   p99 $(ratio "$b99" "$i99")
 echo "first answer: $(tail -1 "$W/turns-idle.txt")"
 
 echo
-echo "== voxpipe serve under $CLIENTS clients for $SECONDS_LOAD s (each its own channel; --queue $QUEUE, default --concurrency and --timeout; a 503 is retried after its Retry-After)"
+echo "== voxpipe serve under $CLIENTS clients for $SECONDS_LOAD s (each its own channel; --queue $QUEUE, default --concurrency and --timeout; a 503 is retried after its Retry-After; load average $(load))"
 serve --queue "$QUEUE"
 $CLIENT turns --port "$PORT" --clip "$W/turn.m4a" -n 1 --warmup 0 > /dev/null 2>&1
 $CLIENT flood --port "$PORT" --clip "$W/turn.m4a" --pid "$SERVER" -c "$CLIENTS" --seconds "$SECONDS_LOAD" > "$W/flood.txt"
@@ -89,6 +90,7 @@ echo "server RSS:       before $(mb "$before") MB   peak $(mb "$peak") MB (VmHWM
 
 echo
 echo "== a $((LESSON_SECONDS / 60))-minute German lesson through voxpipe run Pipelines/lesson-tutor.json (espeak-ng sentences of known text, pauses between turns)"
+echo "(load average $(load) at the start)"
 L=$W/lesson; mkdir -p "$L/turns" "$L/in" "$L/hyp"
 sentences=(
   "Guten Morgen, wie geht es Ihnen heute?"
@@ -148,7 +150,7 @@ done
 sox "$L"/turns/t*.wav "$L/in/lesson.wav"
 lesson=$(soxi -D "$L/in/lesson.wav")
 printf 'lesson\t%s\n' "$(cat "$L/ref.txt")" > "$L/refs.tsv"
-/usr/bin/time -o "$L/time.txt" -f "%e %M" "$BIN" run Pipelines/lesson-tutor.json "$L/in" -o "$L/out" --jobs 1 --force \
+/usr/bin/time -o "$L/time.txt" -f "%e %M" "$BIN" run Pipelines/lesson-tutor.json "$L/in" -o "$L/out" --force \
   > /dev/null 2> "$L/run.log" || { echo "bench: the lesson run failed" >&2; cat "$L/run.log" >&2; exit 1; }
 read -r wall kib < "$L/time.txt"
 python3 - "$L/out/lesson/replies.json" "$L/hyp/lesson.txt" <<'PY'
