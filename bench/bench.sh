@@ -452,5 +452,8 @@ echo "with agents ${with% *}s, without ${without% *}s: $(awk "BEGIN{printf \"%.3
 # --- voxpipe serve (issue 14) -----------------------------------------------------------------
 BENCH_BIN=$BIN bench/serve.sh
 
+# --- the tutor's turns: serve idle and busy, 16 clients, a 10-minute lesson (issue 23) -------
+BENCH_BIN=$BIN bench/tutor.sh
+
 # --- speech output: Piper vs espeak-ng (issue 26) ---------------------------------------------
 BENCH_BIN=$BIN bench/tts.sh

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# make bench, the tutor's turns (issue 23 item 5; also runs alone: bench/tutor.sh). Loopback only.
+#  1. One ~8-s German turn through `voxpipe serve Pipelines/lesson-tutor.json` (POST
+#     /api/agora/process-audio, the clip as the tutor app sends it: M4A, base64, mimeType
+#     audio/m4a; whisper + rules + espeak-ng + mp3): p50/p99 over BENCH_TUTOR_TURNS turns, idle and
+#     beside two CPU hogs (`yes > /dev/null` twice).
+#  2. Serve under 16 clients (each its own channel, as devices are) for BENCH_TUTOR_SECONDS s, with
+#     --queue BENCH_TUTOR_QUEUE so that 16 clients overflow it: 200/503/504 counts, p50/p99 of the
+#     200s, time to a 503, the server's RSS before, at peak and after.
+#  3. A 10-minute German lesson (espeak-ng sentences of known text, pauses between turns) through
+#     `voxpipe run Pipelines/lesson-tutor.json`: wall time, x real time, WER.
+# Figures are printed, never judged: a missed target does not fail the bench.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BENCH_BIN:-$PWD/.build/release/voxpipe}
+W=$PWD/bench/work/tutor
+TURNS=${BENCH_TUTOR_TURNS:-20}
+CLIENTS=${BENCH_TUTOR_CLIENTS:-16}
+SECONDS_LOAD=${BENCH_TUTOR_SECONDS:-60}
+QUEUE=${BENCH_TUTOR_QUEUE:-4}
+LESSON_SECONDS=${BENCH_TUTOR_LESSON:-600}
+PARTS=${BENCH_TUTOR_PARTS:-1 2 3}   # e.g. BENCH_TUTOR_PARTS=3 bench/tutor.sh: the lesson only
+# BENCH_TUTOR_NO_CONTEXT=1 runs the lesson a second time with Whisper's conditionOnPreviousText off
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+mkdir -p "$W"
+
+SERVER="" HOGS=""
+cleanup() {
+  for pid in $HOGS $SERVER; do kill "$pid" 2>/dev/null || true; done
+  for pid in $HOGS $SERVER; do wait "$pid" 2>/dev/null || true; done
+  HOGS="" SERVER=""
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Starts `voxpipe serve Pipelines/lesson-tutor.json ARGS…` on 127.0.0.1 and a free port: sets SERVER, PORT.
+serve() {
+  "$BIN" serve Pipelines/lesson-tutor.json --host 127.0.0.1 --port 0 "$@" 2> "$W/serve.log" &
+  SERVER=$!
+  PORT=""
+  for _ in $(seq 1 600); do
+    PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$W/serve.log" | head -1 | cut -d: -f3 || true)
+    [ -n "$PORT" ] && break
+    kill -0 "$SERVER" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$PORT" ] || { echo "bench: voxpipe serve did not start" >&2; cat "$W/serve.log" >&2; exit 1; }
+}
+stop_server() { kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=""; }
+load() { cut -d' ' -f1 /proc/loadavg; }
+ratio() { awk "BEGIN{ if ($2 > 0) printf \"%.2f\", $1 / $2; else print \"n/a\" }"; }
+
+# The turn: the German sample twice (4.1 s each), as a phone-style M4A (22.05 kHz mono AAC 48 kb/s,
+# like Samples/speech-de.m4a), the format the tutor app uploads.
+sox Samples/speech-de-44k-stereo.flac Samples/speech-de-44k-stereo.flac -r 22050 -c 1 "$W/turn.wav"
+ffmpeg -v error -y -i "$W/turn.wav" -codec:a aac -b:a 48k "$W/turn.m4a"
+clip=$(soxi -D "$W/turn.wav")
+CLIENT="python3 bench/tutor_clients.py"
+
+if part 1; then
+echo
+echo "== one $(printf '%.1f' "$clip")-s German turn through voxpipe serve Pipelines/lesson-tutor.json (M4A upload, whisper + rules + espeak-ng + mp3 answer), $TURNS turns one after the other, $(nproc) cores, load average $(load)"
+serve
+idle=$($CLIENT turns --port "$PORT" --clip "$W/turn.m4a" -n "$TURNS" 2> "$W/turns-idle.txt")
+yes > /dev/null & HOGS="$!"
+yes > /dev/null & HOGS="$HOGS $!"
+busy=$($CLIENT turns --port "$PORT" --clip "$W/turn.m4a" -n "$TURNS" --warmup 0 2> "$W/turns-busy.txt")
+# shellcheck disable=SC2086
+kill $HOGS 2>/dev/null || true; wait $HOGS 2>/dev/null || true; HOGS=""
+stop_server
+read -r i50 i99 iok _ <<< "$idle"
+read -r b50 b99 bok _ <<< "$busy"
+echo "idle:             p50 ${i50} ms   p99 ${i99} ms   ($iok of $TURNS answered 200; target p50 ≤ 1500 ms, moonshot ≤ 800 ms)"
+echo "two CPU hogs:     p50 ${b50} ms   p99 ${b99} ms   ($bok of $TURNS answered 200)"
+echo "hogs / idle:      p50 $(ratio "$b50" "$i50")x   p99 $(ratio "$b99" "$i99")x   (target ≤ 3x)"
+echo "first answer: $(tail -1 "$W/turns-idle.txt")"
+fi
+
+if part 2; then
+echo
+echo "== voxpipe serve under $CLIENTS clients for $SECONDS_LOAD s (each its own channel; --queue $QUEUE, default --concurrency and --timeout; a 503 is retried after its Retry-After; load average $(load))"
+serve --queue "$QUEUE"
+$CLIENT turns --port "$PORT" --clip "$W/turn.m4a" -n 1 --warmup 0 > /dev/null 2>&1
+$CLIENT flood --port "$PORT" --clip "$W/turn.m4a" --pid "$SERVER" -c "$CLIENTS" --seconds "$SECONDS_LOAD" > "$W/flood.txt"
+stop_server
+get() { grep "^$1 " "$W/flood.txt" | cut -d' ' -f2-; }
+read -r n200 n503 n504 nother <<< "$(get counts)"
+read -r o50 o99 omax <<< "$(get ok_ms)"
+read -r r50 r99 rmax <<< "$(get busy_ms)"
+read -r before peak hwm after <<< "$(get rss_kib)"
+mb() { awk "BEGIN{printf \"%.1f\", $1 / 1024}"; }
+echo "answers:          200: $n200   503: $n503   504: $n504   other: $nother $( [ "$nother" = 0 ] || get others)   (in $(get wall) s; target: no 504 for an admitted turn)"
+echo "200s:             p50 ${o50} ms   p99 ${o99} ms   max ${omax} ms"
+echo "time to a 503:    p50 ${r50} ms   p99 ${r99} ms   max ${rmax} ms   (target ≤ 50 ms)"
+echo "server RSS:       before $(mb "$before") MB   peak $(mb "$peak") MB (VmHWM $(mb "$hwm") MB)   after $(mb "$after") MB   after/before $(ratio "$after" "$before")   (target ≤ 1.10)"
+fi
+
+part 3 || exit 0
+echo
+echo "== a $(awk "BEGIN{print $LESSON_SECONDS / 60}")-minute German lesson through voxpipe run Pipelines/lesson-tutor.json (espeak-ng sentences of known text, pauses between turns)"
+echo "(load average $(load) at the start)"
+L=$W/lesson; rm -rf "$L"; mkdir -p "$L/turns" "$L/in"
+sentences=(
+  "Guten Morgen, wie geht es Ihnen heute?"
+  "Ich heiße Anna und komme aus Spanien."
+  "Ich lerne seit einem Jahr Deutsch."
+  "Am Wochenende fahre ich mit dem Zug nach Berlin."
+  "Meine Schwester wohnt in einer kleinen Wohnung in der Stadt."
+  "Können Sie das bitte noch einmal langsam sagen?"
+  "Ich trinke jeden Morgen eine Tasse Kaffee mit Milch."
+  "Gestern habe ich einen langen Spaziergang im Park gemacht."
+  "Das Wetter ist heute sehr schön und warm."
+  "Wo ist der nächste Bahnhof?"
+  "Ich möchte gern ein Brot und zwei Brötchen kaufen."
+  "Mein Bruder arbeitet als Arzt in einem Krankenhaus."
+  "Wir gehen heute Abend ins Kino."
+  "Die Prüfung war schwieriger, als ich gedacht habe."
+  "Kannst du mir bitte das Salz geben?"
+  "Im Sommer fahren wir oft an die See."
+  "Ich habe leider keine Zeit, weil ich arbeiten muss."
+  "Der Lehrer erklärt die Grammatik sehr gut."
+  "Welche Sprache sprichst du zu Hause?"
+  "Am liebsten esse ich Nudeln mit Tomaten."
+  "Mein Hund heißt Max und spielt gern im Garten."
+  "Entschuldigung, wie spät ist es?"
+  "Ich war noch nie in Österreich."
+  "Wir haben das Museum am Sonntag besucht."
+  "Das Buch liegt auf dem Tisch neben der Lampe."
+  "Morgen muss ich früh aufstehen."
+  "Ich freue mich auf die Ferien."
+  "Mein Lieblingsfach in der Schule war Geschichte."
+  "Kannst du mir bei den Hausaufgaben helfen?"
+  "Der Supermarkt ist heute geschlossen."
+  "Ich koche gern für meine Freunde."
+  "Es regnet schon den ganzen Tag."
+  "Wie viel kostet die Fahrkarte nach München?"
+  "Ich habe Kopfschmerzen und bleibe heute zu Hause."
+  "Unsere Wohnung hat einen großen Balkon."
+  "Sprechen Sie bitte etwas lauter."
+  "Ich verstehe dieses Wort nicht."
+  "Im Winter fahre ich gern Ski in den Bergen."
+  "Meine Eltern kommen nächste Woche zu Besuch."
+  "Vielen Dank für die Hilfe, bis morgen!"
+)
+# Rounds of the sentences, each round at another speed (espeak-ng's German voice, as the samples;
+# its variants +f3, +m3… are much harder for Whisper base); pauses of 1.0–2.0 s.
+speeds=(150 140 160 145 155) pauses=(1.0 1.5 2.0 1.2 1.8)
+: > "$L/ref.txt"
+total=0 k=0
+while awk "BEGIN{exit !($total < $LESSON_SECONDS)}"; do
+  round=$((k / ${#sentences[@]})) s=$((k % ${#sentences[@]}))
+  name=$(printf 't%04d' "$k")
+  espeak-ng -v de -s "${speeds[round % 5]}" -w "$L/raw.wav" "${sentences[s]}"
+  sox "$L/raw.wav" -r 22050 -c 1 -b 16 "$L/turns/$name.wav" pad 0 "${pauses[k % 5]}"
+  printf '%s ' "${sentences[s]}" >> "$L/ref.txt"
+  total=$(awk "BEGIN{print $total + $(soxi -D "$L/turns/$name.wav")}")
+  k=$((k + 1))
+done
+sox "$L"/turns/t*.wav "$L/in/lesson.wav"
+duration=$(soxi -D "$L/in/lesson.wav")
+printf 'lesson\t%s\n' "$(cat "$L/ref.txt")" > "$L/refs.tsv"
+words=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import wer; print(len(wer.words(open('$L/ref.txt').read())))")
+
+# lesson SPEC NAME LABEL: runs SPEC on the lesson, prints its line (wall, x real time, peak, turns, WER).
+lesson() {
+  local out=$L/out-$2 hyp=$L/hyp-$2
+  mkdir -p "$hyp"
+  if ! /usr/bin/time -o "$L/time-$2.txt" -f "%e %M" "$BIN" run "$1" "$L/in" -o "$out" --force > /dev/null 2> "$L/run-$2.log"; then
+    echo "bench: the lesson run ($2) failed" >&2; tail -5 "$L/run-$2.log" >&2; return 0
+  fi
+  local wall kib turns wer
+  read -r wall kib < <(tail -1 "$L/time-$2.txt")
+  turns=$(python3 - "$out/lesson/replies.json" "$hyp/lesson.txt" <<'PY'
+import json, sys
+turns = json.load(open(sys.argv[1]))["turns"]
+open(sys.argv[2], "w").write(" ".join(t.get("transcription", "") for t in turns))
+print(len(turns))
+PY
+)
+  wer=$(python3 bench/wer.py "$L/refs.tsv" "$hyp" | awk '/^WER/ {print $3}')
+  printf "%-28s %5.0fs = %5s real time   peak %4s MB   %3s turns answered   WER %s\n" "$3:" "$wall" \
+    "$(awk "BEGIN{printf \"%.1fx\", $duration / $wall}")" "$(awk "BEGIN{printf \"%.0f\", $kib / 1024}")" "$turns" "$wer"
+}
+echo "$(printf '%.0f' "$duration") s of lesson, $k sentences (turns), $words words; target ≥ 8x real time (moonshot ≥ 15x)"
+lesson Pipelines/lesson-tutor.json tutor lesson-tutor.json
+if [ "${BENCH_TUTOR_NO_CONTEXT:-0}" = 1 ]; then
+  python3 - "$PWD/Pipelines/lesson-tutor.json" "$W/no-context.json" <<'PY'
+import json, os, sys
+spec = json.load(open(sys.argv[1]))
+for stage in spec["stages"]:
+    if stage["kind"] == "transcribe":
+        stage["provider"]["conditionOnPreviousText"] = False
+    if stage["kind"] == "reply":
+        stage["provider"]["rules"] = os.path.join(os.path.dirname(sys.argv[1]), stage["provider"]["rules"])
+spec.pop("$schema", None)
+json.dump(spec, open(sys.argv[2], "w"), indent=1, ensure_ascii=False)
+PY
+  lesson "$W/no-context.json" no-context "conditionOnPreviousText off"
+fi
