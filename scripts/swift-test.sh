@@ -54,7 +54,7 @@ stop() { # why; prints what the run is doing (the tests in flight last: CI shows
 start=$SECONDS
 verdict_at=""
 while kill -0 "$pid" 2>/dev/null; do
-  if [ -z "$verdict_at" ] && grep -qE '^. Test run with [0-9]+ tests? .*(passed|failed)' "$log"; then
+  if [ -z "$verdict_at" ] && grep -qE 'Test run with [0-9]+ tests? .*(passed|failed) after' "$log"; then
     verdict_at=$SECONDS
   fi
   if [ -n "$verdict_at" ] && [ $((SECONDS - verdict_at)) -ge 120 ]; then
