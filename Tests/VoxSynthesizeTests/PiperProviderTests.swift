@@ -26,14 +26,7 @@ import VoxTestSupport
         "Anything else on the estimate?",
     ]
 
-    func reply(_ text: String, index: Int = 0) -> Reply {
-        let chunk = AudioChunk(
-            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 1, index: index,
-            cut: .voice)
-        return Reply(
-            transcript: Transcript(chunk: chunk, text: "…", words: [], language: "en", provider: "test", model: nil),
-            text: text)
-    }
+    func reply(_ text: String, index: Int = 0) -> Reply { testReply(text, index: index) }
 
     func speak(_ texts: [String], provider: [String: JSONValue]) async throws -> [Speech] {
         let harness = try StageHarness(

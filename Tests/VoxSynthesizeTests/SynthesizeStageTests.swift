@@ -8,14 +8,7 @@ import VoxTestSupport
 @testable import VoxTranscribe
 
 @Suite(.serialized) struct SynthesizeStageTests {
-    func reply(_ text: String, index: Int = 0) -> Reply {
-        let chunk = AudioChunk(
-            format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 2, end: 3, index: index,
-            cut: .voice)
-        return Reply(
-            transcript: Transcript(chunk: chunk, text: "…", words: [], language: "de", provider: "test", model: nil),
-            text: text)
-    }
+    func reply(_ text: String, index: Int = 0) -> Reply { testReply(text, index: index, start: 2, language: "de") }
 
     func speak(_ texts: [String], voice: String = "en-us", rate: Int = 175) async throws -> [Speech] {
         let harness = try StageHarness(

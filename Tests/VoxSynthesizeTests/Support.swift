@@ -1,0 +1,11 @@
+import VoxCore
+
+/// A reply of `text` to a one-second voice turn starting at `start`, as the reply stage gives it.
+func testReply(_ text: String, index: Int = 0, start: Double = 0, language: String = "en") -> Reply {
+    let chunk = AudioChunk(
+        format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: start, end: start + 1, index: index,
+        cut: .voice)
+    return Reply(
+        transcript: Transcript(chunk: chunk, text: "…", words: [], language: language, provider: "test", model: nil),
+        text: text)
+}
