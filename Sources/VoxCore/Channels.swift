@@ -24,9 +24,11 @@ public struct Inbox<Input: StageInput>: AsyncSequence, Sendable {
         let counter: ReadCounter?
 
         public mutating func next() async throws -> Input? {
-            guard let payload = try await base.next() else { return nil }
-            counter?.increment()
-            guard let value = Input(payload: payload) else {
+            while let payload = try await base.next() {
+                counter?.increment()
+                if let value = Input(payload: payload) { return value }
+                // A leading part carries only its audio; the last part carries the rest.
+                if payload.isLeadingPart { continue }
                 // The planner checked this edge; reaching here is a bug, not bad input.
                 throw VoxError(
                     .internal,
@@ -34,7 +36,7 @@ public struct Inbox<Input: StageInput>: AsyncSequence, Sendable {
                         + "\(Input.accepted.map(\.rawValue).joined(separator: " | "))"
                 )
             }
-            return value
+            return nil
         }
     }
 }

@@ -35,10 +35,14 @@ public protocol Payload: Sendable {
     static var payloadType: PayloadType { get }
     /// The payload of type `T` this value carries, itself included (see `PayloadType.carried`).
     func carried<T: Payload>(_ type: T.Type) -> T?
+    /// Whether this value is a leading part of one that goes on in the next value (a reply spoken
+    /// sentence by sentence): a stage that takes what only the last part carries skips it.
+    var isLeadingPart: Bool { get }
 }
 
 extension Payload {
     public func carried<T: Payload>(_ type: T.Type) -> T? { self as? T }
+    public var isLeadingPart: Bool { false }
 }
 
 /// Sample rate and channel count of PCM audio.
@@ -183,14 +187,21 @@ public struct AudioChunk: Payload {
     /// 0-based position of this chunk in its item.
     public var index: Int
     public var cut: Cut
+    /// The audio of this index goes on in the next chunk: speech made sentence by sentence comes
+    /// as consecutive chunks of one index, all but the last continuing. A writer makes them one file.
+    public var continues: Bool
 
-    public init(format: AudioFormat, samples: [Float], start: Double, end: Double, index: Int, cut: Cut) {
+    public init(
+        format: AudioFormat, samples: [Float], start: Double, end: Double, index: Int, cut: Cut,
+        continues: Bool = false
+    ) {
         self.format = format
         self.samples = samples
         self.start = start
         self.end = end
         self.index = index
         self.cut = cut
+        self.continues = continues
     }
 
     public var frames: Int { format.channels > 0 ? samples.count / format.channels : 0 }
@@ -272,7 +283,10 @@ public struct Reply: Payload {
     }
 }
 
-/// Synthesized speech for one reply. Its `audio` is the chunk a WAV writer takes.
+/// Synthesized speech for one reply, or one part of it: a long reply is spoken sentence by sentence
+/// and its audio streams downstream as Speech values whose `audio` continues in the next one.
+/// Every part carries its audio (the chunk a writer takes); the reply and transcript are carried by
+/// the last part only, so a stage that takes those sees each reply once.
 public struct Speech: Payload {
     public static let payloadType = PayloadType.speech
     public var audio: AudioChunk
@@ -284,8 +298,10 @@ public struct Speech: Payload {
     }
 
     public func carried<T: Payload>(_ type: T.Type) -> T? {
-        (self as? T) ?? (audio as? T) ?? reply.carried(T.self)
+        (self as? T) ?? (audio as? T) ?? (audio.continues ? nil : reply.carried(T.self))
     }
+
+    public var isLeadingPart: Bool { audio.continues }
 }
 
 /// A file a writer produced: where it is (relative to the output directory), its size and its

@@ -51,7 +51,7 @@ public struct StageHarness<S: Stage> {
     public func run(
         _ inputs: [any Payload], commit: Bool = true, facts: ItemFacts = ItemFacts()
     ) async throws -> (outputs: [S.Output], facts: ItemFacts) {
-        for (i, input) in inputs.enumerated() where S.Input(payload: input) == nil {
+        for (i, input) in inputs.enumerated() where S.Input(payload: input) == nil && !input.isLeadingPart {
             throw HarnessError(
                 "input \(i) is \(type(of: input).payloadType), which \(S.kind) does not take (it takes "
                     + "\(S.Input.accepted.map(\.rawValue).joined(separator: " | ")))"

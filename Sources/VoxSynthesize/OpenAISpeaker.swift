@@ -54,9 +54,12 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
 
     public func prepare() async throws { try await connection.prepare(provider: "openai speech") }
 
-    public func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float]) {
+    /// One request per piece of whole sentences (the API takes up to `maxCharacters`), each
+    /// piece's audio handed on as it arrives.
+    public func speak(
+        _ text: String, language: String?, _ part: (_ format: AudioFormat, _ samples: [Float]) async throws -> Void
+    ) async throws {
         var format: AudioFormat?
-        var samples: [Float] = []
         for piece in TextPieces.split(text, maxCharacters: Self.maxCharacters) {
             var body: [String: Any] = [
                 "model": settings.model, "voice": settings.voice, "input": piece, "response_format": settings.format,
@@ -68,9 +71,8 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
                 throw HTTPError(.invalidResponse, "the server changed audio format between pieces")
             }
             format = audio.format
-            samples += audio.samples
+            try await part(audio.format, audio.samples)
         }
-        return (format ?? Self.pcmFormat, samples)
     }
 
     /// The rates a WAV answer may have: those write-wav writes. A header claiming 1 Hz would

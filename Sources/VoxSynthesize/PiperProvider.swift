@@ -11,7 +11,7 @@ public final class PiperProvider: SpeechProvider, ProviderKind, @unchecked Senda
     public static let summary =
         "Piper voices (sherpa-onnx, in-process), offline; 22.05 kHz mono for the installed voice."
     public static func make(_ settings: Settings, context: StageContext) -> any SpeechProvider {
-        PiperProvider(settings: settings, engines: context.engines)
+        PiperProvider(settings: settings, engines: context.engines, rateConversion: context.rateConversion)
     }
     public static func streamFormat(_ settings: Settings) -> StreamFormat? {
         settings.sampleRate.map { StreamFormat(sampleRate: $0, channels: 1) }
@@ -38,6 +38,16 @@ public final class PiperProvider: SpeechProvider, ProviderKind, @unchecked Senda
         var sampleRate: Int?
         public var speed: Double
         public var speaker: Int
+        /// Who speaks a reply in another language than the voice's.
+        public var otherLanguages: OtherLanguages
+    }
+
+    /// Who speaks a reply whose transcript is in another language than the voice's.
+    public enum OtherLanguages: String, Sendable, CaseIterable {
+        /// espeak-ng in the reply's language, when it has that language (German, …).
+        case espeak = "espeak-ng"
+        /// This voice, whatever the language.
+        case voice
     }
 
     public static let defaultVoice = "en_US-joe-medium"
@@ -51,6 +61,10 @@ public final class PiperProvider: SpeechProvider, ProviderKind, @unchecked Senda
         ),
         OptionSpec("speed", .number(0.25...4), default: 1, help: "Speaking speed, 1 is the voice's own."),
         OptionSpec("speaker", .integer(0...10_000), default: 0, help: "Speaker id, for voices with several speakers."),
+        OptionSpec(
+            "otherLanguages", .choice(OtherLanguages.allCases.map(\.rawValue)), default: "espeak-ng",
+            help: "A reply whose transcript is in another language than the voice's: espeak-ng speaks it in that "
+                + "language (when it has it), or `voice` keeps this voice."),
     ]
 
     public static func settings(_ options: StageOptions) throws -> Settings {
@@ -66,7 +80,8 @@ public final class PiperProvider: SpeechProvider, ProviderKind, @unchecked Senda
             voice: voice, files: files,
             path: PiperVoice.isPath(voice)
                 ? URL(fileURLWithPath: voice, relativeTo: options.baseDirectory).standardizedFileURL : nil,
-            sampleRate: config?.sampleRate, speed: options.double("speed") ?? 1, speaker: speaker)
+            sampleRate: config?.sampleRate, speed: options.double("speed") ?? 1, speaker: speaker,
+            otherLanguages: options.choice("otherLanguages", as: OtherLanguages.self) ?? .espeak)
     }
 
     /// Silence between two sentences of a reply, in seconds.
@@ -75,10 +90,13 @@ public final class PiperProvider: SpeechProvider, ProviderKind, @unchecked Senda
     let settings: Settings
     /// Where the voice is loaded once and shared: the run's, a server's, a test process's.
     let engines: EngineCache
+    /// Brings espeak-ng's speech of another language to the voice's rate when they differ.
+    let rateConversion: (any RateConversion)?
 
-    public init(settings: Settings, engines: EngineCache = EngineCache()) {
+    public init(settings: Settings, engines: EngineCache = EngineCache(), rateConversion: (any RateConversion)? = nil) {
         self.settings = settings
         self.engines = engines
+        self.rateConversion = rateConversion
     }
 
     /// Loads the voice once (off the cooperative pool: it takes seconds); exit 69 naming what is missing.
@@ -102,19 +120,50 @@ public final class PiperProvider: SpeechProvider, ProviderKind, @unchecked Senda
         return try await offPool { try engines.engine("piper:\(files.model.path)") { try PiperEngine(voice: files) } }
     }
 
-    /// Speaks `text` one sentence at a time, with a short pause between sentences.
-    public func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float]) {
+    /// Speaks `text` one sentence at a time, each handed on as it is made, with a short pause
+    /// before every sentence but the first. A reply in another language goes to espeak-ng (see
+    /// `otherLanguages`). A served request's speed scales the voice's.
+    public func speak(
+        _ text: String, language: String?, _ part: (_ format: AudioFormat, _ samples: [Float]) async throws -> Void
+    ) async throws {
         let engine = try await engine()
+        let format = AudioFormat(sampleRate: engine.sampleRate, channels: 1)
+        if let other = try otherVoice(for: language, engine: engine) {
+            let converter = try converter(from: try EspeakEngine.shared.start(), to: engine.sampleRate)
+            try await other.speak(text, language: language) { _, samples in
+                try await part(format, try converter?.convertAll(samples) ?? samples)
+            }
+            return
+        }
         let sentences = try await offPool { try engine.sentences(text) }
         let pause = [Float](repeating: 0, count: Int(Self.sentencePause * Double(engine.sampleRate)))
-        var samples: [Float] = []
+        let speed = min(4, max(0.25, settings.speed * (SpeechRequest.current?.speed ?? 1)))
+        let speaker = settings.speaker
         for (i, sentence) in sentences.enumerated() {
             try Task.checkCancellation()
-            let (speed, speaker) = (settings.speed, settings.speaker)
             let spoken = try await offPool { try engine.generate(sentence, speed: speed, speaker: speaker) }
-            if i > 0 && !spoken.isEmpty { samples += pause }
-            samples += spoken
+            try await part(format, i > 0 && !spoken.isEmpty ? pause + spoken : spoken)
         }
-        return (AudioFormat(sampleRate: engine.sampleRate, channels: 1), samples)
+    }
+
+    /// espeak-ng in `language` when a reply in it is not the voice's language and espeak-ng has it.
+    func otherVoice(for language: String?, engine: PiperEngine) throws -> EspeakProvider? {
+        guard settings.otherLanguages == .espeak, let language = language.map(Self.family), !language.isEmpty,
+            language != Self.family(engine.config.espeakVoice), try EspeakEngine.shared.hasVoice(language)
+        else { return nil }
+        return EspeakProvider(voice: EspeakEngine.Voice(name: language, rate: 175, pitch: 50, volume: 100))
+    }
+
+    /// The language of a code: "en" of "en-us", "en_US" or "EN".
+    static func family(_ code: String) -> String {
+        String(code.lowercased().prefix { $0 != "-" && $0 != "_" })
+    }
+
+    func converter(from rate: Int, to voiceRate: Int) throws -> (any RateConverter)? {
+        guard rate != voiceRate else { return nil }
+        guard let rateConversion else {
+            throw SynthesizeError(.engine, "espeak-ng speaks at \(rate) Hz, the voice at \(voiceRate) Hz: no converter")
+        }
+        return try rateConversion.converter(channels: 1, from: rate, to: voiceRate)
     }
 }

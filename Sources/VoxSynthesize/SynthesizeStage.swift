@@ -20,8 +20,34 @@ public enum SynthesizeFailure: FailureCode {
 /// A text-to-speech engine behind the `synthesize` stage.
 public protocol SpeechProvider: Sendable {
     func prepare() async throws
-    /// Speech for `text`; an empty buffer when there was nothing it could say.
-    func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float])
+    /// Speaks `text` (in `language`, when known: the transcript's), handing its audio to `part` in
+    /// pieces as they are made (a sentence or a few at a time where the engine can), so a long
+    /// reply never sits whole in memory. Gives no part, or only empty ones, when there was nothing
+    /// it could say.
+    func speak(
+        _ text: String, language: String?, _ part: (_ format: AudioFormat, _ samples: [Float]) async throws -> Void
+    ) async throws
+}
+
+extension SpeechProvider {
+    /// The whole of `text`'s speech in one buffer (a served one-off answer, tests); empty when
+    /// there was nothing to say.
+    public func synthesize(
+        _ text: String, language: String? = nil
+    ) async throws -> (
+        format: AudioFormat, samples: [Float]
+    ) {
+        var format: AudioFormat?
+        var samples: [Float] = []
+        try await speak(text, language: language) { partFormat, part in
+            if let format, format != partFormat {
+                throw SynthesizeError(.engine, "the speech changed format mid-reply (\(format) to \(partFormat))")
+            }
+            format = partFormat
+            samples += part
+        }
+        return (format ?? AudioFormat(sampleRate: 22050, channels: 1), samples)
+    }
 }
 
 /// espeak-ng, offline, in many languages (German included).
@@ -50,6 +76,8 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
 
     let voice: EspeakEngine.Voice
 
+    init(voice: EspeakEngine.Voice) { self.voice = voice }
+
     public init(_ options: StageOptions) {
         voice = EspeakEngine.Voice(
             name: options.string("voice") ?? "en-us", rate: options.int("rate") ?? 175,
@@ -66,10 +94,17 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
         }
     }
 
-    public func synthesize(_ text: String) async throws -> (format: AudioFormat, samples: [Float]) {
+    /// One espeak-ng run per piece of whole sentences (up to `maxPiece` characters).
+    public func speak(
+        _ text: String, language: String?, _ part: (_ format: AudioFormat, _ samples: [Float]) async throws -> Void
+    ) async throws {
         let rate = try EspeakEngine.shared.start()
-        let pcm = try EspeakEngine.shared.synthesize(Self.pieces(text), voice: try requested(SpeechRequest.current))
-        return (AudioFormat(sampleRate: rate, channels: 1), pcm.map { Float($0) / 32768 })
+        let voice = try requested(SpeechRequest.current)
+        for piece in Self.pieces(text) {
+            try Task.checkCancellation()
+            let pcm = try await offPool { try EspeakEngine.shared.synthesize([piece], voice: voice) }
+            try await part(AudioFormat(sampleRate: rate, channels: 1), pcm.map { Float($0) / 32768 })
+        }
     }
 
     /// The spec's voice, with a served request's voice (when espeak-ng has it) and speed applied
@@ -181,23 +216,35 @@ public struct SynthesizeStage: Stage {
 
     public func prepare() async throws { try await provider.prepare() }
 
+    /// Each reply's speech goes downstream as it is made: every part but the last says it continues
+    /// (one part is held back until the next is made, so the last can say it is the last).
     public func run(_ input: Inbox<Reply>, _ output: Outbox<Speech>, _ item: ItemContext) async throws {
         for try await reply in input where !reply.text.allSatisfy(\.isWhitespace) {
-            let (format, samples) = try await provider.synthesize(reply.text)
-            guard !samples.isEmpty else {
+            let chunk = reply.transcript.chunk
+            var held: AudioChunk?
+            var at = chunk.start
+            try await provider.speak(reply.text, language: reply.transcript.language) { format, samples in
+                guard !samples.isEmpty, format.channels > 0 else { return }
+                if var previous = held {
+                    guard previous.format == format else {
+                        throw SynthesizeError(
+                            .engine, "the speech changed format mid-reply (\(previous.format) to \(format))")
+                    }
+                    previous.continues = true
+                    try await output.send(Speech(audio: previous, reply: reply))
+                }
+                let end = at + Double(samples.count / format.channels) / Double(format.sampleRate)
+                held = AudioChunk(
+                    format: format, samples: samples, start: at, end: end, index: chunk.index, cut: .synthesized)
+                at = end
+            }
+            guard let last = held else {
                 item.logger.warning(
                     "nothing to say in a reply",
-                    metadata: [
-                        "stage.id": .string(id), "reply.index": .stringConvertible(reply.transcript.chunk.index),
-                    ])
+                    metadata: ["stage.id": .string(id), "reply.index": .stringConvertible(chunk.index)])
                 continue
             }
-            let start = reply.transcript.chunk.start
-            let audio = AudioChunk(
-                format: format, samples: samples, start: start,
-                end: start + Double(samples.count) / Double(format.sampleRate),
-                index: reply.transcript.chunk.index, cut: .synthesized)
-            try await output.send(Speech(audio: audio, reply: reply))
+            try await output.send(Speech(audio: last, reply: reply))
         }
     }
 }

@@ -129,38 +129,70 @@ public struct WriteAudioStage: Stage {
         return try rateConversion.converter(channels: format.channels, from: format.sampleRate, to: rate)
     }
 
+    /// A file being written as its audio streams in: an item's stream of blocks, or the parts of
+    /// one chunk index (speech made sentence by sentence).
+    struct OpenFile {
+        var writer: AudioFileWriter
+        var temp: URL
+        var input: AudioFormat
+        var converter: (any RateConverter)?
+
+        func write(_ samples: [Float], format: AudioFormat) throws {
+            guard format == input else {
+                throw WriteError(.unsupported, "the stream changed format mid-way (\(input) to \(format))")
+            }
+            try writer.write(try converter?.process(samples) ?? samples)
+        }
+
+        func finish() throws -> URL {
+            if let tail = try converter?.flush() { try writer.write(tail) }
+            try writer.close()
+            return temp
+        }
+    }
+
+    func open(_ temp: URL, for format: AudioFormat) throws -> OpenFile {
+        OpenFile(
+            writer: try AudioFileWriter(url: temp, format: outputFormat(format), encoding: configuration.encoding),
+            temp: temp, input: format, converter: try converter(for: format))
+    }
+
     public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
         let ext = configuration.encoding.format.ext
-        var stream: (writer: AudioFileWriter, temp: URL, input: AudioFormat, converter: (any RateConverter)?)?
+        var stream: OpenFile?
+        // The file of the chunk index whose parts are coming in.
+        var parts: (index: Int, file: OpenFile)?
         for try await value in input {
             switch value {
             case .block(let block):
                 if stream == nil {
-                    let temp = try item.outputs.reserve(stageID: id, ext: ext)
-                    stream = (
-                        try AudioFileWriter(
-                            url: temp, format: outputFormat(block.format), encoding: configuration.encoding), temp,
-                        block.format, try converter(for: block.format)
-                    )
+                    stream = try open(try item.outputs.reserve(stageID: id, ext: ext), for: block.format)
                 }
-                guard let current = stream else { continue }
-                guard block.format == current.input else {
-                    throw WriteError(
-                        .unsupported, "the stream changed format mid-way (\(current.input) to \(block.format))")
-                }
-                try current.writer.write(try current.converter?.process(block.samples) ?? block.samples)
+                try stream?.write(block.samples, format: block.format)
             case .chunk(let chunk):
-                let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext)
-                try configuration.encoding.write(
-                    try converter(for: chunk.format)?.convertAll(chunk.samples) ?? chunk.samples,
-                    format: outputFormat(chunk.format), to: temp)
-                try await output.send(try item.outputs.artifact(for: temp))
+                if let open = parts, open.index != chunk.index {
+                    throw WriteError(
+                        .unsupported, "chunk \(chunk.index) came before the last part of chunk \(open.index)")
+                }
+                if parts == nil && !chunk.continues {
+                    let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext)
+                    try configuration.encoding.write(
+                        try converter(for: chunk.format)?.convertAll(chunk.samples) ?? chunk.samples,
+                        format: outputFormat(chunk.format), to: temp)
+                    try await output.send(try item.outputs.artifact(for: temp))
+                    continue
+                }
+                let file =
+                    try parts?.file
+                    ?? open(try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext), for: chunk.format)
+                try file.write(chunk.samples, format: chunk.format)
+                parts = chunk.continues ? (chunk.index, file) : nil
+                if !chunk.continues { try await output.send(try item.outputs.artifact(for: try file.finish())) }
             }
         }
-        if let stream {
-            if let tail = try stream.converter?.flush() { try stream.writer.write(tail) }
-            try stream.writer.close()
-            try await output.send(try item.outputs.artifact(for: stream.temp))
+        // Input that ended mid-way through a chunk's parts still gives what came.
+        for file in [parts?.file, stream].compactMap({ $0 }) {
+            try await output.send(try item.outputs.artifact(for: try file.finish()))
         }
     }
 }

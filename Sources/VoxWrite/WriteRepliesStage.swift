@@ -88,10 +88,19 @@ public struct WriteRepliesStage: Stage {
     public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
         var turns: [Turn] = []
         func r(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
+        // The samples of a reply spoken in parts, before its last part (for embedAudio).
+        var earlier: [Float] = []
         for try await value in input {
             let reply: Reply, speech: Speech?
             switch value {
-            case .speech(let s): (reply, speech) = (s.reply, s)
+            case .speech(var s):
+                guard !s.audio.continues else {
+                    if configuration.embedAudio { earlier += s.audio.samples }
+                    continue
+                }
+                s.audio.samples = earlier + s.audio.samples
+                earlier = []
+                (reply, speech) = (s.reply, s)
             case .reply(let rep): (reply, speech) = (rep, nil)
             }
             let chunk = reply.transcript.chunk

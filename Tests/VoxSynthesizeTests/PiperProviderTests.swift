@@ -26,12 +26,18 @@ import VoxTestSupport
         "Anything else on the estimate?",
     ]
 
-    func reply(_ text: String, index: Int = 0) -> Reply { testReply(text, index: index) }
-
-    func speak(_ texts: [String], provider: [String: JSONValue]) async throws -> [Speech] {
+    /// The speech of each text, in the parts the stage gives.
+    func parts(_ texts: [String], provider: [String: JSONValue], language: String = "en") async throws -> [Speech] {
         let harness = try StageHarness(
-            SynthesizeStage.self, options: ["provider": .object(provider)], engines: testEngines)
-        return try await harness.run(texts.enumerated().map { reply($1, index: $0) }, commit: false).outputs
+            SynthesizeStage.self, options: ["provider": .object(provider)], rateConversion: SoxrRateConversion(),
+            engines: testEngines)
+        let replies = texts.enumerated().map { testReply($1, index: $0, language: language) }
+        return try await harness.run(replies, commit: false).outputs
+    }
+
+    /// The speech of each text, whole.
+    func speak(_ texts: [String], provider: [String: JSONValue], language: String = "en") async throws -> [Speech] {
+        wholeReplies(try await parts(texts, provider: provider, language: language))
     }
 
     /// Each speech resampled to 16 kHz and transcribed by Whisper base in English.
@@ -82,6 +88,32 @@ import VoxTestSupport
         // Two sentences: twice the speech and the pause between them.
         let pause = Int(PiperProvider.sentencePause * 22050)
         #expect(speech[1].audio.samples.count == 2 * speech[0].audio.samples.count + pause)
+    }
+
+    /// Given a reply of three sentences, then its speech comes out a sentence at a time: three parts,
+    /// the first two continuing, the later ones the pause and the same "Yes." again.
+    @Test func aReplyStreamsOutSentenceBySentence() async throws {
+        let parts = try await parts(["Yes. Yes. Yes."], provider: ["name": "piper"])
+        #expect(parts.map(\.audio.continues) == [true, true, false])
+        let pause = [Float](repeating: 0, count: Int(PiperProvider.sentencePause * 22050))
+        #expect(parts[1].audio.samples == pause + parts[0].audio.samples)
+        #expect(parts[2].audio.samples == parts[1].audio.samples)
+    }
+
+    /// Given a reply whose transcript is German, then espeak-ng's German voice speaks it (no German
+    /// Piper voice is installed), sample for sample as the espeak-ng provider would; with
+    /// `otherLanguages: voice` the Piper voice reads it anyway.
+    @Test func aGermanReplyIsSpokenByEspeakInGermanUnlessTheVoiceIsAsked() async throws {
+        let text = "Der Termin ist am Montag um neun Uhr. Bis dann!"
+        let piper = try await speak([text], provider: ["name": "piper"], language: "de")
+        let espeak = try await speak([text], provider: ["name": "espeak-ng", "voice": "de"], language: "de")
+        #expect(piper.count == 1 && espeak.count == 1)
+        #expect(piper[0].audio.samples == espeak[0].audio.samples)
+        let english = try await speak([text], provider: ["name": "piper"], language: "en")
+        let kept = try await speak([text], provider: ["name": "piper", "otherLanguages": "voice"], language: "de")
+        #expect(kept[0].audio.samples == english[0].audio.samples)
+        #expect(kept[0].audio.samples != espeak[0].audio.samples)
+        #expect(PiperProvider.family("en_US") == "en" && PiperProvider.family("de-DE") == "de")
     }
 
     @Test func theSameTextGivesTheSameSamplesAndSpeedShortensIt() async throws {

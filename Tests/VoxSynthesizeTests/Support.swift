@@ -9,3 +9,21 @@ func testReply(_ text: String, index: Int = 0, start: Double = 0, language: Stri
         transcript: Transcript(chunk: chunk, text: "…", words: [], language: language, provider: "test", model: nil),
         text: text)
 }
+
+/// Each reply's speech whole: the parts of a reply spoken in parts joined into one Speech.
+func wholeReplies(_ speech: [Speech]) -> [Speech] {
+    var whole: [Speech] = []
+    var joining = false
+    for part in speech {
+        if joining, var last = whole.popLast() {
+            last.audio.samples += part.audio.samples
+            last.audio.end = part.audio.end
+            last.audio.continues = part.audio.continues
+            whole.append(last)
+        } else {
+            whole.append(part)
+        }
+        joining = part.audio.continues
+    }
+    return whole
+}

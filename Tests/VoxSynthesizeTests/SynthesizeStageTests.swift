@@ -80,7 +80,27 @@ import VoxTestSupport
         #expect(pieces.allSatisfy { $0.count <= EspeakProvider.maxPiece && !$0.hasPrefix(" ") })
         #expect(pieces.joined(separator: " ") == long.trimmingCharacters(in: .whitespaces))
         let speech = try await speak([String(repeating: "This is a sentence. ", count: 60)])
-        #expect(Double(speech[0].audio.samples.count) / 22050 > 40)
+        #expect(Double(speech.map(\.audio.samples.count).reduce(0, +)) / 22050 > 40)
+    }
+
+    /// A long reply streams out piece by piece: parts of one index, each a piece's speech, all but
+    /// the last continuing, back to back in time, the whole equal to the reply spoken at once; the
+    /// reply rides on the last part only, so a transcript or reply stage sees it once.
+    @Test func aLongReplyComesOutInPartsThatMakeTheWholeReply() async throws {
+        let long = String(repeating: "This is one sentence of a long reply. ", count: 64)
+        let speech = try await speak([long, "Short."])
+        let parts = speech.filter { $0.audio.index == 0 }
+        #expect(parts.count == EspeakProvider.pieces(long).count && parts.count >= 4)
+        #expect(parts.map(\.audio.continues) == Array(repeating: true, count: parts.count - 1) + [false])
+        #expect(speech.last?.audio.index == 1 && speech.last?.audio.continues == false)
+        for (a, b) in zip(parts, parts.dropFirst()) { #expect(abs(a.audio.end - b.audio.start) < 1e-9) }
+        #expect(parts[0].audio.start == 2)
+        let whole = try await EspeakProvider(voice: .init(name: "en-us", rate: 175, pitch: 50, volume: 100))
+            .synthesize(long)
+        #expect(parts.flatMap(\.audio.samples) == whole.samples)
+        #expect(parts.allSatisfy { $0.audio.samples.count < whole.samples.count / 3 })
+        #expect(parts.map { $0.carried(Reply.self) != nil } == parts.map { !$0.audio.continues })
+        #expect(parts.map { $0.carried(AudioChunk.self) != nil } == Array(repeating: true, count: parts.count))
     }
 
     @Test func anUnknownVoiceIsUnavailableAtPrepare() async throws {

@@ -83,6 +83,53 @@ func decodedSeconds(_ url: URL) throws -> Double {
         #expect(sizes[0] * 2 < sizes[1], "quality 0 gave \(sizes[0]) bytes, quality 1 \(sizes[1])")
     }
 
+    /// `speech` cut into three parts of index 0 (as a reply spoken sentence by sentence comes),
+    /// then a whole chunk of index 1.
+    var spokenInParts: [AudioChunk] {
+        let cuts = [0, 20000, 41000, speech.samples.count]
+        return (0..<3).map { i in
+            var part = speech
+            part.samples = Array(speech.samples[cuts[i]..<cuts[i + 1]])
+            part.continues = i < 2
+            return part
+        } + [AudioChunk(format: speech.format, samples: speech.samples, start: 5, end: 8, index: 1, cut: .synthesized)]
+    }
+
+    @Test(arguments: ["wav", "flac", "mp3"])
+    func aReplySpokenInPartsBecomesOneFileEqualToTheWholeOne(format: String) async throws {
+        let out = temporaryDirectory()
+        let harness = try StageHarness(
+            WriteAudioStage.self, id: "reply", options: ["format": .string(format)], outputDirectory: out)
+        let artifacts = try await harness.run(spokenInParts).outputs
+        #expect(artifacts.map(\.path) == ["item/reply-0001.\(format)", "item/reply-0002.\(format)"])
+        let whole = try await StageHarness(
+            WriteAudioStage.self, id: "reply", options: ["format": .string(format)],
+            outputDirectory: temporaryDirectory()
+        ).run([speech]).outputs
+        #expect(artifacts.map(\.sha256) == [whole[0].sha256, whole[0].sha256])
+    }
+
+    @Test func partsConvertedToAnotherRateKeepTheirLength() async throws {
+        let out = temporaryDirectory()
+        let harness = try StageHarness(
+            WriteAudioStage.self, id: "reply", options: ["rate": 16000], outputDirectory: out,
+            rateConversion: SoxrRateConversion())
+        _ = try await harness.run(spokenInParts)
+        for name in ["reply-0001.wav", "reply-0002.wav"] {
+            let probed = try probedDuration(out.appendingPathComponent("item/\(name)"))
+            #expect(probed.rate == 16000)
+            #expect(abs(probed.seconds - 3) < 0.001, "\(name): \(probed.seconds) s")
+        }
+    }
+
+    @Test func aChunkBeforeTheLastPartOfAnotherFailsTheItem() async throws {
+        var parts = spokenInParts
+        parts.swapAt(2, 3)
+        let harness = try StageHarness(WriteAudioStage.self, id: "reply", outputDirectory: temporaryDirectory())
+        let error = await #expect(throws: WriteError.self) { try await harness.run(parts) }
+        #expect(error?.message == "chunk 1 came before the last part of chunk 0")
+    }
+
     @Test func optionsThatDoNotFitTheFormatAreRefusedWithTheirPath() throws {
         let cases: [([String: JSONValue], String)] = [
             (["format": "mp3", "encoding": "pcm24"], "stages[0].encoding: applies to wav and flac only"),

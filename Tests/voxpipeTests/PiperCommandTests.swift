@@ -68,6 +68,37 @@ import VoxTestSupport
         #expect(failures.contains { $0.hasPrefix("spoken output heard back with WER ") })
     }
 
+    /// Given the English tutor pipeline over the English sample, then its spoken replies (Piper,
+    /// streamed sentence by sentence into a 48 kHz WAV) pass the intelligibility check, and each
+    /// reply's file holds all its sentences.
+    @Test func theEnglishTutorSpeaksIntelligiblyWithPiper() throws {
+        let dir = temporaryDirectory()
+        let spec = packageRoot.appendingPathComponent("Pipelines/lesson-tutor-en.json").path
+        let sample = packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav").path
+        let suite = try writeSpec(
+            """
+            {"spec": "\(spec)", "inputs": ["\(sample)"],
+             "expect": [{"item": "*", "output": "replies.json", "intelligible": 0.15}]}
+            """, in: dir, name: "tutor-en.check.json")
+        let out = dir.appendingPathComponent("out")
+        let result = try voxpipe(["check", suite.path, "--output", out.path])
+        print(result.stdout)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("PASS  run  expect[0] replies.json intelligible pooled: spoken output heard "))
+        struct Replies: Decodable {
+            struct Turn: Decodable { var reply: String, audioFile: String? }
+            var turns: [Turn]
+        }
+        let item = out.appendingPathComponent("speech-en-22k-mono")
+        let replies = try JSONDecoder().decode(
+            Replies.self, from: Data(contentsOf: item.appendingPathComponent("replies.json")))
+        let spoken = try #require(replies.turns.first { $0.reply.filter { ".!?".contains($0) }.count >= 2 })
+        let file = try probedDuration(item.appendingPathComponent(try #require(spoken.audioFile)))
+        #expect(file.rate == 48000)
+        // Every sentence is in the file (the check heard every word back): over half a second each.
+        #expect(file.seconds > 0.5 * Double(spoken.reply.filter { ".!?".contains($0) }.count), "\(spoken.reply)")
+    }
+
     @Test func aMissingVoiceExits69NamingIt() throws {
         let setup = try agentSuite(voice: #"{"name": "piper", "voice": "voices/en_GB-nobody-low"}"#)
         let result = try voxpipe([
