@@ -71,7 +71,7 @@ let package = Package(
         .target(
             name: "VoxServe",
             dependencies: [
-                "VoxCore", "VoxDecode", "VoxWrite", "CCrypto", "CZlib",
+                "VoxCore", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

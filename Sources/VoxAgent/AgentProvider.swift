@@ -1,6 +1,17 @@
 import Foundation
 import VoxCore
 
+/// Why an agent cannot be set up: a records folder that cannot be read or whose schemas do not
+/// check.
+public typealias AgentError = ModuleError<AgentFailure>
+
+public enum AgentFailure: FailureCode {
+    /// The records folder or one of its schemas is missing or wrong (exit 65, as a bad spec).
+    case invalidRecords
+
+    public var category: VoxFailure { .invalidSpec }
+}
+
 /// The agents of a field-service session. `triage` routes; each other agent owns one record type.
 public enum AgentName: String, Sendable, CaseIterable, Codable {
     case triage, contacts, jobs, estimates, scheduling

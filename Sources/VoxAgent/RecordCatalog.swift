@@ -28,25 +28,25 @@ public struct RecordCatalog: Sendable {
                 .filter { $0.lastPathComponent.hasSuffix(".schema.json") }
                 .sorted { $0.lastPathComponent < $1.lastPathComponent }
         } catch {
-            throw VoxError(.invalidSpec, "records folder \(folder.path) cannot be read: \(describe(error))")
+            throw AgentError(.invalidRecords, "records folder \(folder.path) cannot be read: \(describe(error))")
         }
         guard !files.isEmpty else {
-            throw VoxError(.invalidSpec, "records folder \(folder.path) has no <type>.schema.json files")
+            throw AgentError(.invalidRecords, "records folder \(folder.path) has no <type>.schema.json files")
         }
         types = try files.map { file in
             let name = String(file.lastPathComponent.dropLast(".schema.json".count))
             guard let data = FileManager.default.contents(atPath: file.path), let value = try? JSONValue.parse(data)
             else {
-                throw VoxError(.invalidSpec, "\(file.path): not valid JSON")
+                throw AgentError(.invalidRecords, "\(file.path): not valid JSON")
             }
             let schema: JSONSchema
             do {
                 schema = try JSONSchema(value)
             } catch let violation as JSONSchema.Violation {
-                throw VoxError(.invalidSpec, "\(file.path): \(violation.path): \(violation.message)")
+                throw AgentError(.invalidRecords, "\(file.path): \(violation.path): \(violation.message)")
             }
             guard value.objectValue?["type"]?.stringValue == "object" else {
-                throw VoxError(.invalidSpec, "\(file.path): a record schema must have \"type\": \"object\"")
+                throw AgentError(.invalidRecords, "\(file.path): a record schema must have \"type\": \"object\"")
             }
             return RecordType(
                 name: name, schema: schema,

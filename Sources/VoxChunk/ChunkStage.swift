@@ -126,8 +126,8 @@ public struct ChunkStage: Stage {
     public func prepare() async throws {
         guard configuration.mode == .voice, case .silero(let model) = configuration.voice.detector else { return }
         guard FileManager.default.fileExists(atPath: model.path) else {
-            throw VoxError(
-                .unavailable,
+            throw ChunkError(
+                .modelUnavailable,
                 "the Silero VAD model is not installed: \(model.path) (run make setup, or name a file with vadModel)")
         }
         _ = try SileroVAD(modelFile: model)
@@ -173,9 +173,19 @@ public struct ChunkStage: Stage {
 public typealias ChunkError = ModuleError<ChunkFailure>
 
 public enum ChunkFailure: FailureCode {
+    /// A stream the chunker cannot take (a format change mid-way, one the detector refuses).
     case unsupported
+    /// More audio than mode whole takes as one chunk.
+    case tooLong
+    /// The voice detector's model cannot be loaded.
+    case modelUnavailable
 
-    public var category: VoxFailure { .badInput }
+    public var category: VoxFailure {
+        switch self {
+        case .unsupported, .tooLong: .badInput
+        case .modelUnavailable: .unavailable
+        }
+    }
 }
 
 /// One item's chunking state: blocks in, finished chunks out.
@@ -203,7 +213,7 @@ final class WholeCutter: Cutter {
         if start == nil { start = block.frameOffset }
         guard samples.count + block.samples.count <= limit else {
             throw ChunkError(
-                .unsupported,
+                .tooLong,
                 "the audio is longer than \(String(format: "%g", seconds)) s, the most mode whole takes as one chunk")
         }
         samples.append(contentsOf: block.samples)

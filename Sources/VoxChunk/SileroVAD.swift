@@ -15,7 +15,7 @@ final class SileroVAD {
 
     private let context: OpaquePointer
 
-    /// Loads the model; throws `VoxError(.unavailable)` (exit 69) naming the file when it cannot.
+    /// Loads the model; throws `ChunkError(.modelUnavailable)` (exit 69) naming the file when it cannot.
     init(modelFile: URL) throws {
         Self.silenceLibraryLog
         var params = whisper_vad_default_context_params()
@@ -24,8 +24,9 @@ final class SileroVAD {
         guard FileManager.default.fileExists(atPath: modelFile.path),
             let context = whisper_vad_init_from_file_with_params(modelFile.path, params)
         else {
-            throw VoxError(
-                .unavailable, "the Silero VAD model \(modelFile.path) could not be loaded (missing or not a ggml model)"
+            throw ChunkError(
+                .modelUnavailable,
+                "the Silero VAD model \(modelFile.path) could not be loaded (missing or not a ggml model)"
             )
         }
         // The network's state starts as whatever memory it was given; whisper_vad_detect_speech

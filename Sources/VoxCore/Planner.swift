@@ -177,8 +177,8 @@ public enum Planner {
             return try plan(
                 data: data, baseDirectory: url.deletingLastPathComponent(),
                 defaultName: url.deletingPathExtension().lastPathComponent, registry: registry)
-        } catch let error as VoxError {
-            throw VoxError(error.code, "\(url.path): \(error.message)")
+        } catch let error as any CategorizedError {
+            throw error.reworded { "\(url.path): \($0)" }
         }
     }
 
@@ -291,8 +291,8 @@ public enum Planner {
                     StageOptions(
                         stageID: id, path: path, baseDirectory: baseDirectory, values: optionValues, specs: kind.options
                     ))
-            } catch let error as VoxError {
-                throw VoxError(error.code, "\(error.message) (stage '\(id)')")
+            } catch let error as any CategorizedError {
+                throw error.reworded { "\($0) (stage '\(id)')" }
             }
             referenced += referencedPaths(optionValues, specs: kind.options, baseDirectory: baseDirectory)
             referenced += kind.identityFiles(configuration)

@@ -113,13 +113,15 @@ public struct Runner: Sendable {
                 // unavailable, an output that cannot be made is cannotCreate); one that would
                 // blame an item, or an error of no category, means what the stage needs is not
                 // there: exit 69. The stage goes into the context.
-                let stage = ErrorContext(stageID: node.id, stageKind: node.kind.kind)
                 guard let error = error as? any CategorizedError else {
-                    throw VoxError(.unavailable, describe(error), context: stage)
+                    throw VoxError(.unavailable, describe(error)).within(stage: node.id, kind: node.kind.kind)
                 }
                 let category: VoxFailure =
-                    error.category == .badInput || error.category == .internal ? .unavailable : error.category
-                throw VoxError(category, error.message, context: stage)
+                    switch error.category {
+                    case .badInput, .upstream, .internal: .unavailable
+                    default: error.category
+                    }
+                throw VoxError(category, error.message).within(stage: node.id, kind: node.kind.kind)
             }
         }
         return Runner(plan: plan, stages: stages, options: options, logger: context.logger)
@@ -161,7 +163,7 @@ public struct Runner: Sendable {
         } catch {
             let root = plan.nodes.first { $0.parents.isEmpty }
             let result = ItemResult(
-                item: item, status: .failed, failure: Self.failure(error, node: root ?? plan.nodes[0]))
+                item: item, status: .failed, failure: Self.failure(error, node: root ?? plan.nodes[0], item: item))
             observer?.handle(.itemFinished(result))
             return [result]
         }
@@ -254,11 +256,7 @@ public struct Runner: Sendable {
                 audioSeconds: context.facts.audioSeconds, warnings: warnings)
         } catch {
             outputs.discard()
-            var failure =
-                (error as? StageFailure)
-                ?? StageFailure(
-                    stageID: "output", kind: "commit", reason: describe(error),
-                    category: (error as? any CategorizedError)?.category)
+            var failure = Self.failure(error, stage: "output", kind: "commit", item: item)
             if Task.isCancelled { failure.reason = "interrupted" }
             return ItemResult(
                 item: item, status: .failed, failure: failure, seconds: elapsed(),
@@ -298,7 +296,7 @@ public struct Runner: Sendable {
                         // A stage that stopped reading early must not leave its producer waiting.
                         for try await _ in inbox {}
                     } catch {
-                        let failure = Self.failure(error, node: node)
+                        let failure = Self.failure(error, node: node, item: context.item)
                         // A stage that has ended reads nothing more: a producer waiting to send
                         // to it is released (and its later sends return at once).
                         inbox.fail(failure)
@@ -318,14 +316,19 @@ public struct Runner: Sendable {
         }
     }
 
-    static func failure(_ error: any Error, node: Plan.Node) -> StageFailure {
+    static func failure(_ error: any Error, node: Plan.Node, item: InputFile) -> StageFailure {
+        failure(error, stage: node.id, kind: node.kind.kind, item: item)
+    }
+
+    /// The one place a stage's error (or the commit's, as stage `output`) becomes an item's
+    /// failure: its reason is the error's text as thrown, and the module's error is kept with the
+    /// stage and item filled in its context. A `StageFailure` from a stage downstream passes as is.
+    static func failure(_ error: any Error, stage id: String, kind: String, item: InputFile) -> StageFailure {
         if let failure = error as? StageFailure { return failure }
-        if error is CancellationError {
-            return StageFailure(stageID: node.id, kind: node.kind.kind, reason: "cancelled")
-        }
+        if error is CancellationError { return StageFailure(stageID: id, kind: kind, reason: "cancelled") }
         return StageFailure(
-            stageID: node.id, kind: node.kind.kind, reason: describe(error),
-            category: (error as? any CategorizedError)?.category)
+            stageID: id, kind: kind, reason: describe(error),
+            error: (error as? any CategorizedError)?.within(stage: id, kind: kind, item: item.displayName))
     }
 }
 

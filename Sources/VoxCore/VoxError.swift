@@ -24,6 +24,11 @@ public enum VoxFailure: Sendable, Equatable, FailureCode {
     case locked
     /// One input item is bad: reported, counted, and the batch goes on.
     case badInput
+    /// A provider the stage called (a web API) broke its API while one item was processed: an
+    /// answer it should not give, or a refusal of the request made from that item. The item
+    /// fails and the batch goes on (exit 1, as for bad input), but the fault is the provider's,
+    /// not the input's: serve answers 502, not 4xx.
+    case upstream
     /// A bug or an unexpected system failure (exit 70).
     case `internal`
 }
@@ -40,7 +45,7 @@ extension VoxFailure {
         case .unavailable: 69
         case .cannotCreate, .outputFull: 73
         case .locked: 75
-        case .badInput: 1
+        case .badInput, .upstream: 1
         case .internal: 70
         }
     }
@@ -102,17 +107,27 @@ public protocol CategorizedError: Error, CustomStringConvertible, Sendable {
     var category: VoxFailure { get }
     var context: ErrorContext { get set }
     /// The reason, without the context.
-    var message: String { get }
+    var message: String { get set }
 }
 
 extension CategorizedError {
-    /// The same error with the stage it passed through recorded (an inner context wins).
-    public func inStage(_ id: String, kind: String) -> Self {
+    /// The same error with the stage it passed through and the item it was processing recorded
+    /// (what its context already names wins).
+    public func within(stage id: String, kind: String, item: String? = nil) -> Self {
         var copy = self
         if copy.context.stageID == nil {
             copy.context.stageID = id
             copy.context.stageKind = kind
         }
+        if copy.context.item == nil { copy.context.item = item }
+        return copy
+    }
+
+    /// The same error, of the same type, code and context, with `reword` applied to its message
+    /// (a spec's path put before it, a stage id after it).
+    public func reworded(_ reword: (String) -> String) -> Self {
+        var copy = self
+        copy.message = reword(message)
         return copy
     }
 
@@ -135,17 +150,24 @@ public struct StageFailure: Error, CustomStringConvertible, Sendable, Equatable,
     /// The category of the error behind it, when it had one (`.outputFull` ends the run). Not
     /// part of a report line.
     public var category: VoxFailure?
+    /// The error behind it as its module threw it (its code), with the stage and item filled in
+    /// its context, when a voxpipe module threw it. Not part of a report line.
+    public var error: (any CategorizedError)?
 
-    public init(stageID: String, kind: String, reason: String, category: VoxFailure? = nil) {
+    /// `category` defaults to `error`'s.
+    public init(
+        stageID: String, kind: String, reason: String, category: VoxFailure? = nil, error: (any CategorizedError)? = nil
+    ) {
         self.stageID = stageID
         self.kind = kind
         self.reason = reason
-        self.category = category
+        self.category = category ?? error?.category
+        self.error = error
     }
 
     public var description: String { "\(stageID) (\(kind)): \(reason)" }
 
-    /// Equal when a report line would be: the category is not written.
+    /// Equal when a report line would be: the category and error are not written.
     public static func == (a: StageFailure, b: StageFailure) -> Bool {
         (a.stageID, a.kind, a.reason) == (b.stageID, b.kind, b.reason)
     }

@@ -14,6 +14,9 @@ public enum DecodeFailure: FailureCode {
     case needsFFmpeg
     /// ffmpeg was tried and failed.
     case ffmpegFailed
+    /// The input's report sidecar (`X.json` beside `X.<ext>`) is missing, unreadable or not a
+    /// report.
+    case badSidecar
 
     /// Every case is about one input file: that item fails, the batch goes on.
     public var category: VoxFailure { .badInput }

@@ -92,31 +92,31 @@ public struct ReportSidecar: Sendable, Equatable {
             data = try ContainedFile.read(url.lastPathComponent, in: url.deletingLastPathComponent())
         } catch let error as VoxError {
             let reason = error.message == "missing" ? " is missing" : ": \(error.message)"
-            throw VoxError(.badInput, "report sidecar \(url.lastPathComponent)\(reason)")
+            throw DecodeError(.badSidecar, "report sidecar \(url.lastPathComponent)\(reason)")
         }
         guard let value = try? JSONValue.parse(data), let object = value.objectValue else {
-            throw VoxError(.badInput, "report sidecar \(url.lastPathComponent) is not a JSON object")
+            throw DecodeError(.badSidecar, "report sidecar \(url.lastPathComponent) is not a JSON object")
         }
         for key in ["reportId", "reportedUser", "reporter", "channel", "room", "reportedAt"] {
             guard let v = object[key] else { continue }
             guard v.stringValue != nil || v.numberValue != nil else {
-                throw VoxError(
-                    .badInput,
+                throw DecodeError(
+                    .badSidecar,
                     "report sidecar \(url.lastPathComponent): \(key) should be a string, got \(v.typeDescription)")
             }
         }
         if let list = object["reports"] {
             guard let reports = list.arrayValue, !reports.isEmpty else {
-                throw VoxError(
-                    .badInput,
+                throw DecodeError(
+                    .badSidecar,
                     "report sidecar \(url.lastPathComponent): reports should be a list of reports, got "
                         + "\(list.typeDescription)"
                 )
             }
             for (i, r) in reports.enumerated() {
                 guard r.objectValue != nil else {
-                    throw VoxError(
-                        .badInput,
+                    throw DecodeError(
+                        .badSidecar,
                         "report sidecar \(url.lastPathComponent): reports[\(i)] should be an object, got "
                             + "\(r.typeDescription)"
                     )
@@ -128,34 +128,35 @@ public struct ReportSidecar: Sendable, Equatable {
             let at = object["reports"] == nil ? "" : "reports[\(i)]."
             for key in ["offsetSeconds", "seconds"] {
                 if let v = report.fields[key], !(v.numberValue.map { $0.isFinite && $0 >= 0 } ?? false) {
-                    throw VoxError(
-                        .badInput,
+                    throw DecodeError(
+                        .badSidecar,
                         "report sidecar \(url.lastPathComponent): \(at)\(key) should be a number of seconds ≥ 0, got "
                             + "\(v.typeDescription == "a number" ? "a negative number" : v.typeDescription)"
                     )
                 }
             }
             if let v = report.fields["legalHold"], v.boolValue == nil {
-                throw VoxError(
-                    .badInput,
+                throw DecodeError(
+                    .badSidecar,
                     "report sidecar \(url.lastPathComponent): \(at)legalHold should be true or false, got "
                         + "\(v.typeDescription)"
                 )
             }
             if let moment = report.moment, moment < 0 {
-                throw VoxError(
-                    .badInput, "report sidecar \(url.lastPathComponent): \(at)reportedAt is before recordingStartedAt")
+                throw DecodeError(
+                    .badSidecar, "report sidecar \(url.lastPathComponent): \(at)reportedAt is before recordingStartedAt"
+                )
             }
         }
         if let v = object["maxDurationMinutes"], !(v.numberValue.map { $0.isFinite && $0 > 0 } ?? false) {
-            throw VoxError(
-                .badInput,
+            throw DecodeError(
+                .badSidecar,
                 "sidecar \(url.lastPathComponent): maxDurationMinutes should be a number of minutes > 0, got "
                     + "\(v.typeDescription == "a number" ? "\(v.numberValue ?? 0)" : v.typeDescription)")
         }
         if let seats = object["seats"], seats.objectValue == nil && seats.arrayValue == nil {
-            throw VoxError(
-                .badInput,
+            throw DecodeError(
+                .badSidecar,
                 "report sidecar \(url.lastPathComponent): seats should map channel numbers to users, got "
                     + "\(seats.typeDescription)"
             )

@@ -21,13 +21,17 @@ public enum HTTPFailure: FailureCode {
     /// A request voxpipe will not send (a header holding a line break).
     case invalidRequest
 
-    /// A server that cannot be reached or will not serve is unavailable (exit 69 at prepare);
-    /// an answer that breaks the API is a failure of the item that asked.
+    /// A server that cannot be reached or will not serve (a refused key, a missing route, a rate
+    /// limit, a 5xx) is unavailable: exit 69 at prepare, 503 in serve. An answer that breaks the
+    /// API, or another refusal of the request, is the provider's failure on the item that asked
+    /// (`upstream`: that item fails, and serve answers 502, never the client's 4xx). Only a request
+    /// voxpipe will not send is bad input.
     public var category: VoxFailure {
         switch self {
         case .connection, .timeout, .quota, .notRecorded: .unavailable
-        case .status(let code): code == 401 || code == 403 || code == 404 ? .unavailable : .badInput
-        case .invalidResponse, .invalidRequest: .badInput
+        case .status(let code): [401, 403, 404, 408, 429].contains(code) || code >= 500 ? .unavailable : .upstream
+        case .invalidResponse: .upstream
+        case .invalidRequest: .badInput
         }
     }
 }

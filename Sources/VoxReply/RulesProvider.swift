@@ -70,7 +70,7 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
 
     /// Loads and checks a rules file; errors name the file, the entry and the reason.
     public init(url: URL) throws {
-        func fail(_ message: String) -> VoxError { VoxError(.invalidSpec, "\(url.path): \(message)") }
+        func fail(_ message: String) -> ReplyError { ReplyError(.invalidRules, "\(url.path): \(message)") }
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw fail("rules file not found or unreadable")
         }
@@ -178,7 +178,7 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
     }
 
     static func checkTemplate(
-        _ template: String, groups: Int, facts: Set<String>, path: String, fail: (String) -> VoxError
+        _ template: String, groups: Int, facts: Set<String>, path: String, fail: (String) -> ReplyError
     ) throws {
         let placeholder = try Regex(#"\{([^{}]*)\}"#)
         for match in template.matches(of: placeholder) {

@@ -23,7 +23,7 @@ public struct AgoraSettings: Sendable {
     /// The app id from `appID` (an option), else `AGORA_APP_ID`, else `VOXPIPE_APP_ID`; the
     /// certificate from `certificateFile` (its first line), else `AGORA_APP_CERTIFICATE`: never
     /// from an argument. A certificate found is registered with `secrets`, so no log line or
-    /// answer shows it. Throws `VoxError(.usage)` for an unreadable file or a badly shaped id or
+    /// answer shows it. Throws `TutorError(.badSettings)` for an unreadable file or a badly shaped id or
     /// certificate.
     public static func load(
         appID: String?, certificateFile: URL?, environment: [String: String], secrets: Secrets
@@ -36,7 +36,7 @@ public struct AgoraSettings: Sendable {
         var source = "$\(certificateVariable)"
         if let certificateFile {
             guard let text = try? String(contentsOf: certificateFile, encoding: .utf8) else {
-                throw VoxError(.usage, "cannot read the Agora app certificate file \(certificateFile.path)")
+                throw TutorError(.badSettings, "cannot read the Agora app certificate file \(certificateFile.path)")
             }
             certificate = text.split(whereSeparator: \.isNewline).first.map(String.init)
             source = certificateFile.path
@@ -47,7 +47,7 @@ public struct AgoraSettings: Sendable {
             do {
                 try AgoraAccessToken.checkIdentifier(found, name: "the Agora app certificate in \(source)")
             } catch let error as AgoraTokenError {
-                throw VoxError(.usage, error.message)
+                throw TutorError(.badSettings, error.message)
             }
             settings.certificate = found
         }
@@ -55,7 +55,7 @@ public struct AgoraSettings: Sendable {
             do {
                 try AgoraAccessToken.checkIdentifier(settings.appID, name: "the Agora app id")
             } catch let error as AgoraTokenError {
-                throw VoxError(.usage, error.message)
+                throw TutorError(.badSettings, error.message)
             }
         }
         return settings

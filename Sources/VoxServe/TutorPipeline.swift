@@ -39,7 +39,7 @@ public final class TutorPipeline: Sendable {
     }
 
     /// Plans the spec for serving and prepares every stage once (models load here): throws
-    /// `VoxError(.invalidSpec)` for a spec without transcribe, reply and synthesize stages, and
+    /// `TutorError(.unservableSpec)` for a spec without transcribe, reply and synthesize stages, and
     /// `.unavailable` for a provider that will not load, as `run` does.
     public init(
         spec: JSONValue, baseDirectory: URL, name: String, registry: StageRegistry, context: StageContext,
@@ -53,8 +53,8 @@ public final class TutorPipeline: Sendable {
         self.plan = plan
         func first(_ kind: String) throws -> Plan.Node {
             guard let node = plan.nodes.first(where: { $0.kind.kind == kind }) else {
-                throw VoxError(
-                    .invalidSpec,
+                throw TutorError(
+                    .unservableSpec,
                     "serve answers with transcribe, reply and synthesize stages, but the spec has no \(kind) stage")
             }
             return node
@@ -63,8 +63,8 @@ public final class TutorPipeline: Sendable {
         guard plan.descendants(of: transcribe.index).contains(reply.index),
             plan.descendants(of: reply.index).contains(synthesize.index)
         else {
-            throw VoxError(
-                .invalidSpec,
+            throw TutorError(
+                .unservableSpec,
                 "serve needs '\(reply.id)' (reply) to read from '\(transcribe.id)' (transcribe) and "
                     + "'\(synthesize.id)' (synthesize) from '\(reply.id)'")
         }
@@ -189,11 +189,7 @@ public final class TutorPipeline: Sendable {
             }
         }
         if rate != speech.format.sampleRate {
-            guard let rateConversion else {
-                throw VoxError(.internal, "speech at \(speech.format.sampleRate) Hz needs a rate converter")
-            }
-            samples = try rateConversion.converter(channels: 1, from: speech.format.sampleRate, to: rate)
-                .convertAll(samples)
+            samples = try converted(samples, channels: 1, from: speech.format.sampleRate, to: rate)
         }
         var data = Data(capacity: samples.count * 2)
         for sample in samples {
@@ -219,17 +215,20 @@ public final class TutorPipeline: Sendable {
         let rate = encoding.format.writableRate(speech.format.sampleRate)
         var samples = speech.samples
         if rate != speech.format.sampleRate {
-            guard let rateConversion else {
-                throw VoxError(.internal, "speech at \(speech.format.sampleRate) Hz needs a rate converter")
-            }
-            samples = try rateConversion.converter(
-                channels: speech.format.channels, from: speech.format.sampleRate, to: rate
-            ).convertAll(samples)
+            samples = try converted(samples, channels: speech.format.channels, from: speech.format.sampleRate, to: rate)
         }
         let url = scratch.appendingPathComponent("speech-\(UUID().uuidString).\(encoding.format.ext)")
         defer { try? FileManager.default.removeItem(at: url) }
         try encoding.write(samples, format: AudioFormat(sampleRate: rate, channels: speech.format.channels), to: url)
         return try Data(contentsOf: url)
+    }
+
+    /// `samples` (interleaved, `channels` of them) at `to` Hz, from `from` Hz.
+    func converted(_ samples: [Float], channels: Int, from: Int, to: Int) throws -> [Float] {
+        guard let rateConversion else {
+            throw TutorError(.noRateConverter, "speech at \(from) Hz needs a rate converter")
+        }
+        return try rateConversion.converter(channels: channels, from: from, to: to).convertAll(samples)
     }
 
     /// A folder for request uploads, removed with the pipeline.

@@ -299,11 +299,7 @@ public final class TutorServer: Sendable {
         } catch let failure as StageFailure {
             var message = failure.description
             if let upload { message = message.replacingOccurrences(of: upload.path, with: "the audio") }
-            // The clip itself (cannot be decoded, too long) is the client's to fix; anything else is ours.
-            if failure.kind == "decode" || failure.kind == "chunk" {
-                throw ServeError(422, failure.kind == "decode" ? "undecodable_audio" : "too_long", message)
-            }
-            throw ServeError(500, "pipeline", message)
+            throw ServeError(failure, message: message)
         }
     }
 

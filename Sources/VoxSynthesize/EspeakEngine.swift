@@ -18,8 +18,9 @@ final class EspeakEngine: @unchecked Sendable {
             if let sampleRate { return sampleRate }
             let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, Int32(espeakINITIALIZE_DONT_EXIT))
             guard rate > 0 else {
-                throw VoxError(
-                    .unavailable, "espeak-ng could not start: its data is missing (apt-get install espeak-ng-data)")
+                throw SynthesizeError(
+                    .engineUnavailable,
+                    "espeak-ng could not start: its data is missing (apt-get install espeak-ng-data)")
             }
             sampleRate = Int(rate)
             return Int(rate)
@@ -50,7 +51,8 @@ final class EspeakEngine: @unchecked Sendable {
     func synthesize(_ pieces: [String], voice: Voice) throws -> [Int16] {
         let rate = try start()
         guard let tool = ExternalTool.find("espeak-ng") else {
-            throw VoxError(.unavailable, "the espeak-ng program is not installed (apt-get install espeak-ng)")
+            throw SynthesizeError(
+                .engineUnavailable, "the espeak-ng program is not installed (apt-get install espeak-ng)")
         }
         var samples: [Int16] = []
         for piece in pieces {

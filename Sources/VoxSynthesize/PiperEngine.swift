@@ -16,13 +16,13 @@ final class PiperEngine: @unchecked Sendable {
 
     /// Loads the voice: its `.onnx.json`, and the model with the tokens file and metadata
     /// sherpa-onnx reads (from a temporary copy unless the model already has them). Throws
-    /// `VoxError(.unavailable)` naming what is wrong.
+    /// `SynthesizeError(.voice)` naming what is wrong.
     init(voice: PiperVoice) throws {
         self.voice = voice
         do {
             config = try PiperVoice.Config(Data(contentsOf: voice.config))
         } catch {
-            throw VoxError(.unavailable, "the Piper voice's \(voice.config.path) cannot be read: \(error)")
+            throw SynthesizeError(.voice, "the Piper voice's \(voice.config.path) cannot be read: \(error)")
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
             "voxpipe-piper-\(UUID().uuidString)", isDirectory: true)
@@ -37,7 +37,7 @@ final class PiperEngine: @unchecked Sendable {
                 try PiperVoice.writeModel(from: voice.model, to: model, metadata: config.metadata)
             }
         } catch {
-            throw VoxError(.unavailable, "cannot prepare the Piper voice \(voice.model.path) for loading: \(error)")
+            throw SynthesizeError(.voice, "cannot prepare the Piper voice \(voice.model.path) for loading: \(error)")
         }
         let config = self.config
         let created: OpaquePointer? = model.path.withCString { modelPath in
@@ -60,8 +60,8 @@ final class PiperEngine: @unchecked Sendable {
             }
         }
         guard let created else {
-            throw VoxError(
-                .unavailable, "sherpa-onnx could not load the Piper voice \(voice.model.path) (see its message above)")
+            throw SynthesizeError(
+                .voice, "sherpa-onnx could not load the Piper voice \(voice.model.path) (see its message above)")
         }
         tts = created
         sampleRate = Int(SherpaOnnxOfflineTtsSampleRate(created))

@@ -105,13 +105,13 @@ public final class PiperProvider: SpeechProvider, ProviderKind, @unchecked Senda
     func engine() async throws -> PiperEngine {
         guard let files = settings.files else {
             if let path = settings.path {
-                throw VoxError(
-                    .unavailable,
+                throw SynthesizeError(
+                    .voice,
                     "Piper voice not found: \(path.path) (a folder holding a voice's .onnx and .onnx.json)")
             }
             let places = PiperVoice.searchPath.map(\.path).joined(separator: ", ")
-            throw VoxError(
-                .unavailable,
+            throw SynthesizeError(
+                .voice,
                 "Piper voice '\(settings.voice)' is not installed (looked in \(places)); run make setup, or name a "
                     + "folder holding a Piper voice's .onnx and .onnx.json"
             )

@@ -6,12 +6,18 @@ import VoxCore
 public typealias SynthesizeError = ModuleError<SynthesizeFailure>
 
 public enum SynthesizeFailure: FailureCode {
-    case voice, engine
+    /// A voice the engine lacks, or one that cannot be read or loaded.
+    case voice
+    /// The engine itself is not installed (its program or data).
+    case engineUnavailable
+    /// The engine failed on one reply.
+    case engine
 
-    /// A voice the engine lacks is unavailable; an engine that fails on one reply fails that item.
+    /// A voice or engine that is missing is unavailable; an engine that fails on one reply fails
+    /// that item.
     public var category: VoxFailure {
         switch self {
-        case .voice: .unavailable
+        case .voice, .engineUnavailable: .unavailable
         case .engine: .badInput
         }
     }
@@ -86,8 +92,8 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
 
     public func prepare() async throws {
         guard try EspeakEngine.shared.hasVoice(voice.name) else {
-            throw VoxError(
-                .unavailable,
+            throw SynthesizeError(
+                .voice,
                 "espeak-ng has no voice \"\(voice.name)\"; list the voices with `espeak-ng --voices` (or `espeak-ng "
                     + "--voices=de` for one language)"
             )

@@ -65,8 +65,8 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @u
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
                 isDirectory.boolValue == isFolder
             else {
-                throw VoxError(
-                    .unavailable,
+                throw TranscribeError(
+                    .modelUnavailable,
                     "pocketsphinx \(what) not found: \(url.path)"
                         + (url.path.hasPrefix(Self.modelDirectory.path) ? " (apt-get install pocketsphinx-en-us)" : ""))
             }
@@ -133,8 +133,8 @@ final class PocketSphinxDecoder {
         guard let config else { throw TranscribeError(.modelUnavailable, "pocketsphinx rejected its configuration") }
         guard let ps = ps_init(config) else {
             cmd_ln_free_r(config)
-            throw VoxError(
-                .unavailable,
+            throw TranscribeError(
+                .modelUnavailable,
                 "pocketsphinx could not load its model from \(settings.acousticModel.path) (language model "
                     + "\(settings.languageModel.lastPathComponent), "
                     + "dictionary \(settings.dictionary.lastPathComponent))"

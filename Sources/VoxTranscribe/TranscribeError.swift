@@ -4,11 +4,16 @@ import VoxCore
 public typealias TranscribeError = ModuleError<TranscribeFailure>
 
 public enum TranscribeFailure: FailureCode {
-    case modelUnavailable, decodeFailed
+    /// A model that is missing, will not load, or cannot do what the spec asks.
+    case modelUnavailable
+    /// A runtime built for instructions this CPU lacks.
+    case runtimeUnavailable
+    /// The engine failed on one item's audio.
+    case decodeFailed
 
     public var category: VoxFailure {
         switch self {
-        case .modelUnavailable: .unavailable
+        case .modelUnavailable, .runtimeUnavailable: .unavailable
         case .decodeFailed: .badInput
         }
     }

@@ -4,7 +4,7 @@ import VoxCore
 /// provider block (`{"name": "pocketsphinx", …}`); a new one is a type conforming to this and to
 /// `ProviderKind`, and a line in `TranscribeStage.providers`.
 public protocol TranscriptionProvider: Sendable {
-    /// Checks models or endpoints before data flows; throws `VoxError(.unavailable)`.
+    /// Checks models or endpoints before data flows; throws an error of category `.unavailable`.
     func prepare() async throws
     /// Starts one item: engines that keep state are borrowed here, per worker.
     func beginItem() throws -> any TranscriptionSession

@@ -19,7 +19,7 @@ final class WhisperEngine: @unchecked Sendable {
     private let context: OpaquePointer
     let modelFile: URL
 
-    /// Loads the model file; throws `VoxError(.unavailable)` naming the file when it cannot.
+    /// Loads the model file; throws `TranscribeError(.modelUnavailable)` naming the file when it cannot.
     init(modelFile: URL) throws {
         Self.silenceLibraryLog
         var params = whisper_context_default_params()
@@ -33,8 +33,8 @@ final class WhisperEngine: @unchecked Sendable {
             params.flash_attn = false
         }
         guard let context = whisper_init_from_file_with_params_no_state(modelFile.path, params) else {
-            throw VoxError(
-                .unavailable,
+            throw TranscribeError(
+                .modelUnavailable,
                 "whisper could not load the model \(modelFile.path) (not a ggml Whisper model, or truncated)")
         }
         self.context = context

@@ -183,23 +183,23 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             if let engine { return engine }
             guard let file = settings.modelFile else {
                 if let path = settings.modelPath {
-                    throw VoxError(
-                        .unavailable,
+                    throw TranscribeError(
+                        .modelUnavailable,
                         "whisper model not found: \(path.path) (a ggml model file, or a folder holding "
                             + "\(Self.modelFileName))"
                     )
                 }
                 let places = Self.modelSearchPath.map(\.path).joined(separator: ", ")
-                throw VoxError(
-                    .unavailable,
+                throw TranscribeError(
+                    .modelUnavailable,
                     "whisper model '\(settings.model)' is not installed (looked in \(places)); run make setup, or "
                         + "name a model file"
                 )
             }
             let loaded = try engines.engine("whisper:\(file.path)") { try WhisperEngine(modelFile: file) }
             if let language = settings.language, language != "en", !loaded.isMultilingual {
-                throw VoxError(
-                    .unavailable,
+                throw TranscribeError(
+                    .modelUnavailable,
                     "whisper model '\(settings.model)' is English-only and cannot transcribe language '\(language)'; "
                         + "use base"
                 )

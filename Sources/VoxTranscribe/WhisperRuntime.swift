@@ -77,7 +77,7 @@ enum WhisperRuntime {
         return Set(line[line.index(after: colon)...].split(separator: " ").map(String.init))
     }
 
-    /// Throws `VoxError(.unavailable)` when this CPU lacks an instruction set the runtime was
+    /// Throws `TranscribeError(.runtimeUnavailable)` when this CPU lacks an instruction set the runtime was
     /// built for, instead of letting it die on an illegal instruction. The baseline is checked
     /// from /proc/cpuinfo before any runtime code runs; a native build's extras after.
     static func checkCPU(flags: Set<String>? = cpuHas()) throws {
@@ -85,8 +85,8 @@ enum WhisperRuntime {
         #if arch(x86_64)
         let missing = baseline.filter { !flags.contains($0.cpuFlag) }.map(\.feature)
         if !missing.isEmpty {
-            throw VoxError(
-                .unavailable,
+            throw TranscribeError(
+                .runtimeUnavailable,
                 "this CPU lacks \(missing.joined(separator: ", ")), which the whisper runtime needs (built for "
                     + "\(baselineName)); rebuild it for this machine with VOXPIPE_WHISPER_BUILD=native make setup "
                     + "(results then differ from other machines')"
@@ -94,8 +94,8 @@ enum WhisperRuntime {
         }
         let extra = features.compactMap { f in cpuFlags[f].map { (f, $0) } }.filter { !flags.contains($0.1) }
         if !extra.isEmpty {
-            throw VoxError(
-                .unavailable,
+            throw TranscribeError(
+                .runtimeUnavailable,
                 "this CPU lacks \(extra.map(\.0).joined(separator: ", ")), which the whisper runtime was built "
                     + "for (a native build from another machine); run make setup here"
             )

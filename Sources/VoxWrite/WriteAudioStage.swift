@@ -121,8 +121,8 @@ public struct WriteAudioStage: Stage {
         let rate = outputFormat(format).sampleRate
         guard rate != format.sampleRate else { return nil }
         guard let rateConversion else {
-            throw VoxError(
-                .internal,
+            throw WriteError(
+                .noRateConverter,
                 "\(Self.kind) '\(id)': audio at \(format.sampleRate) Hz must be converted but no rate "
                     + "converter was provided")
         }

@@ -58,8 +58,8 @@ func loadPlan(_ path: String, requireOutputs: Bool = false) throws -> Plan {
     let plan = try Planner.load(specAt: url, registry: makeRegistry())
     do {
         if requireOutputs { try plan.requireOutputs() }
-    } catch let error as VoxError {
-        throw VoxError(error.code, "\(url.path): \(error.message)")
+    } catch let error as any CategorizedError {
+        throw error.reworded { "\(url.path): \($0)" }
     }
     return plan
 }

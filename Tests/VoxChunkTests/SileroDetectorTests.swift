@@ -95,8 +95,8 @@ struct SileroDetectorTests {
             options: ["mode": "voice", "detector": "silero", "vadModel": "no-such/ggml-silero.bin"],
             baseDirectory: URL(fileURLWithPath: "/tmp"))
         let stage = harness.stage
-        let error = await #expect(throws: VoxError.self) { try await stage.prepare() }
-        #expect(error?.code == .unavailable)
+        let error = await #expect(throws: ChunkError.self) { try await stage.prepare() }
+        #expect(error?.code == .modelUnavailable && error?.exitCode == 69)
         #expect(
             error?.message
                 == "the Silero VAD model is not installed: /tmp/no-such/ggml-silero.bin (run make setup, or name a "

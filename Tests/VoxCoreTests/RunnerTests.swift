@@ -101,6 +101,23 @@ import VoxTestSupport
         #expect(leftovers.isEmpty)
     }
 
+    @Test func aStagesErrorKeepsItsCodeWithStageAndItemInItsContextAndTheReportLineUnchanged() async throws {
+        let r = try await runner(
+            #"{"stages":[{"id":"src","kind":"tone","failOn":"bad"},{"id":"w","kind":"sum-writer"}]}"#,
+            output: temporaryDirectory())
+        let failure = try #require(await r.run(items(["sub/bad.wav"])).first?.failure)
+        let error = try #require(failure.error as? VoxError)
+        #expect(error.code == .badInput && failure.category == .badInput)
+        #expect(error.context == ErrorContext(stageID: "src", stageKind: "tone", item: "sub/bad.wav"))
+        // The message and the report line are the error's text as thrown: the context is typed, not repeated.
+        #expect(failure.reason == "bad block in sub/bad.wav")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        #expect(
+            String(decoding: try encoder.encode(failure), as: UTF8.self)
+                == #"{"kind":"tone","reason":"bad block in sub/bad.wav","stage":"src"}"#)
+    }
+
     @Test func aFailedItemKeepsTheOutputsOfAnEarlierRun() async throws {
         let out = temporaryDirectory()
         let good = try await runner(

@@ -197,3 +197,21 @@ import VoxTestSupport
         #expect(clock.sleeps.isEmpty)
     }
 }
+
+/// Which category each HTTP failure falls in: what decides serve's status and a run's exit.
+@Suite struct HTTPFailureCategoryTests {
+    @Test func aProviderThatCannotServeIsUnavailableAndABrokenAnswerIsUpstreamNeverBadInput() {
+        // Down, stalled, out of quota, refusing the key, rate-limited or failing: retry later (503).
+        let unavailable: [HTTPFailure] =
+            [.connection, .timeout, .quota, .notRecorded]
+            + [401, 403, 404, 408, 429, 500, 502, 503].map { .status($0) }
+        for failure in unavailable { #expect(failure.category == .unavailable, "\(failure)") }
+        // An answer that breaks the API, or a refusal of the request made: the provider's fault (502).
+        for failure: HTTPFailure in [.invalidResponse, .status(400), .status(409), .status(422)] {
+            #expect(failure.category == .upstream, "\(failure)")
+        }
+        // Only a request voxpipe will not send is the input's fault; either way one item fails (exit 1).
+        #expect(HTTPFailure.invalidRequest.category == .badInput)
+        #expect(HTTPFailure.invalidResponse.category.exitCode == VoxFailure.badInput.exitCode)
+    }
+}

@@ -56,18 +56,18 @@ extension RulesProviderTests {
 
     @Test func memoryMistakesInARulesFileAreSpecErrors() throws {
         let requires = try rulesFile(#"{"rules": [{"pattern": "x", "requires": ["name"], "replies": ["a"]}]}"#)
-        #expect(throws: VoxError(.invalidSpec, "\(requires.path): rules[0].requires: no rule remembers \"name\"")) {
+        #expect(throws: ReplyError(.invalidRules, "\(requires.path): rules[0].requires: no rule remembers \"name\"")) {
             try RulesProvider(url: requires)
         }
         let ask = try rulesFile(#"{"rules": [], "ask": [{"fact": "age", "question": "Wie alt?"}]}"#)
-        #expect(throws: VoxError(.invalidSpec, "\(ask.path): ask[0].fact: no rule remembers \"age\"")) {
+        #expect(throws: ReplyError(.invalidRules, "\(ask.path): ask[0].fact: no rule remembers \"age\"")) {
             try RulesProvider(url: ask)
         }
         let unknown = try rulesFile(
             #"{"rules": [{"pattern": "(x)", "remember": {"name": "{1}"}, "replies": ["{city}"]}]}"#)
         #expect(
-            throws: VoxError(
-                .invalidSpec,
+            throws: ReplyError(
+                .invalidRules,
                 "\(unknown.path): rules[0].replies[0]: unknown placeholder {city} (use {text}, {turn}, {0}…{9}, "
                     + "{ask} or a remembered fact: name)")
         ) { try RulesProvider(url: unknown) }

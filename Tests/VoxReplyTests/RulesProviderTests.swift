@@ -61,8 +61,8 @@ import VoxTestSupport
         do {
             _ = try RulesProvider(url: url)
             Issue.record("expected an error")
-        } catch let error as VoxError {
-            #expect(error.code == .invalidSpec)
+        } catch let error as ReplyError {
+            #expect(error.code == .invalidRules && error.exitCode == 65)
             #expect(
                 error.message.hasPrefix("\(url.path): rules[1].pattern: invalid regular expression \"(unclosed\": "))
         }
@@ -70,16 +70,17 @@ import VoxTestSupport
 
     @Test func aFileThatDoesNotParseOrLacksRepliesIsASpecError() throws {
         let broken = try rulesFile("{ \"rules\": [ ")
-        #expect(throws: VoxError.self) { try RulesProvider(url: broken) }
+        #expect(throws: ReplyError.self) { try RulesProvider(url: broken) }
         let missing = try rulesFile(#"{"rules": [{"pattern": "x"}]}"#)
-        #expect(throws: VoxError(.invalidSpec, "\(missing.path): rules[0].replies: missing")) {
+        #expect(throws: ReplyError(.invalidRules, "\(missing.path): rules[0].replies: missing")) {
             try RulesProvider(url: missing)
         }
         let badTemplate = try rulesFile(#"{"rules": [{"pattern": "x", "replies": ["{2}"]}]}"#)
         #expect(
-            throws: VoxError(.invalidSpec, "\(badTemplate.path): rules[0].replies[0]: {2} but the pattern has 0 groups")
+            throws: ReplyError(
+                .invalidRules, "\(badTemplate.path): rules[0].replies[0]: {2} but the pattern has 0 groups")
         ) { try RulesProvider(url: badTemplate) }
-        #expect(throws: VoxError.self) { try RulesProvider(url: URL(fileURLWithPath: "/nonexistent/rules.json")) }
+        #expect(throws: ReplyError.self) { try RulesProvider(url: URL(fileURLWithPath: "/nonexistent/rules.json")) }
     }
 
     @Test func theShippedTutorRulesAnswerLikeAFriendlyTutor() async throws {

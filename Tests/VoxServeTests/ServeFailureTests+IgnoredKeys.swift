@@ -41,8 +41,9 @@ extension ServeFailureTests {
         let body = try JSONSerialization.data(withJSONObject: ["text": "Hello there"])
         let a = try await server.call("POST", "\(api)/process-text", body: body, headers: [("Cookie", cookies[0])])
         let b = try await server.call("POST", "\(api)/process-text", body: body, headers: [("Cookie", cookies[1])])
-        // The fake refuses the client's key: a's turn went with it, b's with the server's.
-        #expect(a.status == 500 && b.status == 200, "\(a.json) \(b.json)")
+        // The fake refuses the client's key (503: the provider will not serve it): a's turn went
+        // with it, b's with the server's.
+        #expect(a.status == 503 && b.status == 200, "\(a.json) \(b.json)")
         #expect(!(a.json["error"] as? String ?? "").contains(key))
         let chats = try fake.log().filter { ($0["path"] as? String) == "/v1/chat/completions" }
         #expect(chats.map { $0["authorized"] as? Bool } == [false, true])

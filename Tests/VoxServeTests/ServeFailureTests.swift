@@ -50,12 +50,13 @@ struct ServeFailureTests {
         }
     }
 
-    @Test func aFailingStageIs500WithItsReasonAndAClientKeyIsUsedOnlyWhenAllowed() async throws {
+    @Test func aProvidersBrokenAnswerIs502WithItsReasonAndAClientKeyIsUsedOnlyWhenAllowed() async throws {
         let fake = try FakeOpenAIServer(key: "sk-server")
         let server = try await ServerFixture.start(spec: try spec(fake)) { $0.allowClientKeys = true }
         try fake.inject([["path": "/v1/chat/completions", "kind": "invalid-json", "count": 1]])
         let failed = try await server.post("\(api)/process-text", ["text": "Hello there"])
-        #expect(failed.status == 500)
+        // Not the client's fault (4xx), nor a provider that is down (503): the answer broke the API.
+        #expect(failed.status == 502)
         #expect(failed.json["success"] as? Bool == false)
         let error = try #require(failed.json["error"] as? String)
         #expect(error.hasPrefix("tutor (reply): "), "\(error)")
@@ -64,9 +65,10 @@ struct ServeFailureTests {
         #expect(ok.status == 200, "\(ok.json)")
         #expect((ok.json["reply"] as? String)?.isEmpty == false)
 
-        // The client's key goes to the provider in place of the server's: the fake refuses it.
+        // The client's key goes to the provider in place of the server's: the fake refuses it, and
+        // a provider that refuses the key it is given will not serve (503).
         let withKey = try await server.post("\(api)/process-text", ["text": "Hello there", "apiKey": "sk-client"])
-        #expect(withKey.status == 500)
+        #expect(withKey.status == 503)
         #expect(!(withKey.json["error"] as? String ?? "").contains("sk-client"))
         let chats = try fake.log().filter { ($0["path"] as? String) == "/v1/chat/completions" }
         #expect(chats.map { $0["authorized"] as? Bool } == [true, true, false])
@@ -92,11 +94,25 @@ struct ServeFailureTests {
         #expect(health.status == 200)
 
         try fake.release()
-        #expect(try await slow.value == 500)  // the held chat request ends in the fake's 500
+        #expect(try await slow.value == 503)  // the held chat request ends in the fake's 500: it will not serve
         let metrics = try await server.text("/metrics")
         #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"overloaded\"} 1"))
         let admitted = try await server.post("\(api)/process-text", ["text": "Hello again"])
         #expect(admitted.status == 200, "a freed slot admits the next turn")
+    }
+
+    @Test func aChatServerThatIsDownIs503WithRetryAfterNotTheClientsFault() async throws {
+        let fake = try FakeOpenAIServer(key: "sk-server")
+        let server = try await ServerFixture.start(spec: try spec(fake))
+        // Up while the server prepared (it probed the provider), down when the turn comes.
+        fake.stop()
+        let failed = try await server.post("\(api)/process-text", ["text": "Hello there"])
+        #expect(failed.status == 503, "\(failed.json)")
+        #expect(failed.headers["retry-after"] == "1")
+        let error = try #require(failed.json["error"] as? String)
+        #expect(error.hasPrefix("tutor (reply): "), "\(error)")
+        let metrics = try await server.text("/metrics")
+        #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"unavailable\"} 1"), "\(metrics)")
     }
 
     @Test func aTurnPastTheTimeoutIs504() async throws {

@@ -20,10 +20,12 @@ final class ServerFixture: Sendable {
     let task: Task<Void, any Error>
     let client = CurlTransport()
 
-    /// Loads `spec` (a path, or JSON text) and listens; returns once the port is bound. The
-    /// server's log lines go to `logs` when given.
+    /// Loads `spec` (a path, or JSON text) with the stage kinds of `registry` (voxpipe's unless
+    /// given) and listens; returns once the port is bound. The server's log lines go to `logs` when
+    /// given.
     static func start(
-        spec: URL, logs: CapturedLogs? = nil, configure: (inout ServeSettings) -> Void = { _ in }
+        spec: URL, registry: StageRegistry = StageRegistry(voxpipeStageKinds), logs: CapturedLogs? = nil,
+        configure: (inout ServeSettings) -> Void = { _ in }
     ) async throws -> ServerFixture {
         let json = try JSONValue.parse(Data(contentsOf: spec))
         var settings = ServeSettings()
@@ -43,7 +45,7 @@ final class ServerFixture: Sendable {
         context.engines = testEngines
         let pipeline = try await TutorPipeline(
             spec: json, baseDirectory: spec.deletingLastPathComponent(), name: "test",
-            registry: StageRegistry(voxpipeStageKinds), context: context, maxClipSeconds: settings.maxClipSeconds)
+            registry: registry, context: context, maxClipSeconds: settings.maxClipSeconds)
         let server = TutorServer(pipeline: pipeline, settings: settings, logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { port in continuation.yield(port) } }

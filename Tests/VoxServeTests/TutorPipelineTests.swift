@@ -32,12 +32,12 @@ import VoxTestSupport
                 {"stages": [{"id": "decode", "kind": "decode"}, {"id": "resample", "kind": "resample", "rate": 16000},
                   {"id": "turns", "kind": "chunk"}, {"id": "voice", "kind": "write-wav"}]}
                 """#.utf8))
-        let error = await #expect(throws: VoxError.self) {
+        let error = await #expect(throws: TutorError.self) {
             _ = try await TutorPipeline(
                 spec: spec, baseDirectory: temporaryDirectory(), name: "x", registry: registry,
                 context: StageContext(logger: CapturedLogs().logger()), maxClipSeconds: 60)
         }
-        #expect(error?.code == .invalidSpec)
+        #expect(error?.code == .unservableSpec && error?.exitCode == 65)
         #expect(
             error?.message == "serve answers with transcribe, reply and synthesize stages, but the spec has no "
                 + "transcribe stage")

@@ -70,8 +70,8 @@ extension TutorServerTests {
         #expect(fromFile.certificate == Self.agoraCertificate)
 
         #expect(
-            throws: VoxError(
-                .usage,
+            throws: TutorError(
+                .badSettings,
                 "the Agora app certificate in $AGORA_APP_CERTIFICATE must be 32 hexadecimal digits, as Agora's "
                     + "console shows it")
         ) {

@@ -128,6 +128,8 @@ struct TutorServerTests {
         let metrics = try await server.text("/metrics")
         #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"bad_base64\"}"))
         #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"too_large\"}"))
+        // The damaged audio's reason comes from the decoder's own error type, not the stage's kind.
+        #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"undecodable_audio\"} 1"), "\(metrics)")
         #expect(metrics.contains("voxpipe_serve_requests_total{route=\"/process-audio\",status=\"415\"}"))
     }
 

@@ -18,7 +18,7 @@ import VoxTestSupport
     /// A WAV answer whose header says 1 Hz: 4 KB became 96 million samples at write-wav's 48 kHz.
     @Test func aSpeechAnswerAt1HzIsRefused() throws {
         let error = try decodeError("speech-1-hz.wav")
-        #expect(error?.category == .badInput)
+        #expect(error?.category == .upstream)
         #expect(error?.message == "the speech answer is 1 Hz, 1 ch; expected mono at 8–192 kHz")
     }
 
@@ -26,7 +26,7 @@ import VoxTestSupport
     /// such a header outright, so the answer is "not a 16-bit PCM WAV".)
     @Test func aSpeechAnswerWithNoChannelsIsRefused() throws {
         let error = try decodeError("speech-no-channels.wav")
-        #expect(error?.category == .badInput)
+        #expect(error?.category == .upstream)
         #expect(error?.message.hasPrefix("the speech answer is not a 16-bit PCM WAV") == true)
     }
 }

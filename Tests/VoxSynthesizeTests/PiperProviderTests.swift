@@ -129,15 +129,15 @@ import VoxTestSupport
         do {
             _ = try await speak(["x"], provider: ["name": "piper", "voice": "xx_XX-nobody-low"])
             Issue.record("expected an error")
-        } catch let error as VoxError {
-            #expect(error.code == .unavailable)
+        } catch let error as SynthesizeError {
+            #expect(error.code == .voice && error.exitCode == 69)
             #expect(error.message.hasPrefix("Piper voice 'xx_XX-nobody-low' is not installed (looked in "))
         }
         do {
             _ = try await speak(["x"], provider: ["name": "piper", "voice": "/nonexistent/voice"])
             Issue.record("expected an error")
-        } catch let error as VoxError {
-            #expect(error.code == .unavailable)
+        } catch let error as SynthesizeError {
+            #expect(error.code == .voice && error.exitCode == 69)
             #expect(
                 error.message
                     == "Piper voice not found: /nonexistent/voice (a folder holding a voice's .onnx and .onnx.json)")

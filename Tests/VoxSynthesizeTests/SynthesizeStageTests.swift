@@ -107,8 +107,8 @@ import VoxTestSupport
         do {
             _ = try await speak(["x"], voice: "klingon-xx")
             Issue.record("expected an error")
-        } catch let error as VoxError {
-            #expect(error.code == .unavailable)
+        } catch let error as SynthesizeError {
+            #expect(error.code == .voice && error.exitCode == 69)
             #expect(
                 error.message
                     == "espeak-ng has no voice \"klingon-xx\"; list the voices with `espeak-ng --voices` (or "

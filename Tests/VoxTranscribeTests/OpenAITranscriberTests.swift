@@ -93,6 +93,6 @@ import VoxTestSupport
         await #expect(throws: HTTPError(.invalidResponse, "the transcription has no \"text\"")) {
             _ = try await asr.transcribe(chunk)
         }
-        #expect(HTTPFailure.invalidResponse.category == .badInput)
+        #expect(HTTPFailure.invalidResponse.category == .upstream)
     }
 }

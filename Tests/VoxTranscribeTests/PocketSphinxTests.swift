@@ -83,8 +83,8 @@ import VoxTestSupport
                 options: ["provider": ["name": "pocketsphinx", "dictionary": "/nonexistent/words.dict"]]
             ).run([])
             Issue.record("expected an error")
-        } catch let error as VoxError {
-            #expect(error.code == .unavailable)
+        } catch let error as TranscribeError {
+            #expect(error.code == .modelUnavailable && error.exitCode == 69)
             #expect(error.message == "pocketsphinx dictionary not found: /nonexistent/words.dict")
         }
     }

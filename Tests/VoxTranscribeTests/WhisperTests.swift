@@ -181,18 +181,18 @@ import VoxTestSupport
         #expect(provider.enginesLoaded == 1)
 
         let missing = WhisperProvider(settings: try settings(["model": "no-such-model"]))
-        await #expect(throws: VoxError.self) { try await missing.prepare() }
+        await #expect(throws: TranscribeError.self) { try await missing.prepare() }
         do {
             try await missing.prepare()
-        } catch let error as VoxError {
-            #expect(error.code == .unavailable)
+        } catch let error as TranscribeError {
+            #expect(error.code == .modelUnavailable && error.exitCode == 69)
             #expect(
                 error.message.hasPrefix("whisper model 'no-such-model' is not installed (looked in "),
                 "\(error.message)")
         }
         #expect(throws: VoxError.self) { try settings(["language": "klingon"]) }
         let english = WhisperProvider(settings: try settings(["model": "tiny.en", "language": "de"]))
-        await #expect(throws: VoxError.self) { try await english.prepare() }
+        await #expect(throws: TranscribeError.self) { try await english.prepare() }
     }
 
     @Test func theRuntimeIsTheBaselineBuildAndACPUBelowItIsRefusedAtPrepare() throws {
@@ -211,8 +211,8 @@ import VoxTestSupport
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
         try WhisperRuntime.checkCPU()
         let old: Set<String> = ["pni", "ssse3", "sse4_2", "avx", "f16c", "bmi2"]
-        let error = #expect(throws: VoxError.self) { try WhisperRuntime.checkCPU(flags: old) }
-        #expect(error?.code == .unavailable)
+        let error = #expect(throws: TranscribeError.self) { try WhisperRuntime.checkCPU(flags: old) }
+        #expect(error?.code == .runtimeUnavailable && error?.exitCode == 69)
         #expect(
             error?.message.hasPrefix("this CPU lacks AVX2, FMA, which the whisper runtime needs (built for x86-64-v3)")
                 == true)
