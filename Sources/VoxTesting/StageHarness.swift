@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import VoxCore
 
 /// Runs one stage alone on given inputs, the way swift-nio's `EmbeddedChannel` tests a handler:
 /// feed typed values, finish, and look at what came out, what the stage logged, and what it
@@ -21,9 +21,9 @@ public struct StageHarness<S: Stage> {
         httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil, engines: EngineCache? = nil
     ) throws {
         let base = baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        try validateOptions(options, against: S.options, path: "stages[0]", owner: S.kind)
         let configuration = try S.configure(
-            StageOptions(stageID: id, path: "stages[0]", baseDirectory: base, values: options, specs: S.options))
+            StageOptions.validated(
+                options, against: S.options, stageID: id, path: "stages[0]", owner: S.kind, baseDirectory: base))
         logs = CapturedLogs()
         var context = StageContext(logger: logs.logger(), rateConversion: rateConversion)
         context.httpTransport = httpTransport
@@ -105,49 +105,4 @@ public struct StageHarness<S: Stage> {
 public struct HarnessError: Error, CustomStringConvertible, Equatable {
     public var description: String
     public init(_ description: String) { self.description = description }
-}
-
-/// Log records kept in memory, for tests that assert what a stage logged.
-public final class CapturedLogs: @unchecked Sendable {
-    /// One record: level, message and metadata (as text).
-    public struct Record: Sendable, Equatable {
-        public var level: Logger.Level
-        public var message: String
-        public var metadata: [String: String]
-    }
-
-    private let lock = NSLock()
-    private var kept: [Record] = []
-
-    public init() {}
-
-    /// Every record, in order.
-    public var records: [Record] { lock.withLock { kept } }
-
-    /// A logger that keeps its records here (every level).
-    public func logger(label: String = "voxpipe.test") -> Logger {
-        var logger = Logger(label: label) { _ in Handler(store: self) }
-        logger.logLevel = .trace
-        return logger
-    }
-
-    func append(_ record: Record) { lock.withLock { kept.append(record) } }
-
-    struct Handler: LogHandler {
-        let store: CapturedLogs
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            var all = metadata
-            if let extra = event.metadata { all.merge(extra) { $1 } }
-            store.append(
-                Record(level: event.level, message: event.message.description, metadata: all.mapValues { "\($0)" }))
-        }
-    }
 }
