@@ -5,7 +5,8 @@ import VoxCore
 /// feed typed values, finish, and look at what came out, what the stage logged, and what it
 /// reported about the item. It fails when an input is not one the stage takes, and when the stage
 /// returns with input left unread (in a pipeline that would stall the stage before it). The
-/// context carries the test's HTTP transport and clock, when given. For tests of stage modules.
+/// context carries the test's HTTP transport, clock, provenance and secrets, when given. For tests
+/// of stage modules.
 public struct StageHarness<S: Stage> {
     public let stage: S
     public let outputDirectory: URL
@@ -13,12 +14,15 @@ public struct StageHarness<S: Stage> {
     /// Everything the stage logged, at every level, in order.
     public let logs: CapturedLogs
 
-    /// Configures the stage from spec options, as a spec would.
+    /// Configures the stage from spec options, as a spec would. `provenance` is what a plan would
+    /// tell the stage about the run (the stages around it: an agent's record types, a resampler);
+    /// `secrets` the keys in use, which writers redact.
     public init(
         _ type: S.Type, id: String = "stage", options: [String: JSONValue] = [:],
         outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil,
         rateConversion: (any RateConversion)? = nil,
-        httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil, engines: EngineCache? = nil
+        httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil, engines: EngineCache? = nil,
+        provenance: Provenance? = nil, secrets: Secrets? = nil
     ) throws {
         let base = baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         let configuration = try S.configure(
@@ -29,6 +33,8 @@ public struct StageHarness<S: Stage> {
         context.httpTransport = httpTransport
         if let clock { context.clock = clock }
         if let engines { context.engines = engines }
+        if let provenance { context.provenance = provenance }
+        if let secrets { context.secrets = secrets }
         stage = try S(id: id, configuration: configuration, context: context)
         self.outputDirectory =
             outputDirectory
@@ -37,19 +43,25 @@ public struct StageHarness<S: Stage> {
             item ?? InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "item.wav", outputName: "item")
     }
 
+    /// The item's outputs, empty, where this harness writes them: for a test that reserves files
+    /// in it first (what upstream writers wrote, which `write-message-chunks` reads) and passes it
+    /// to `run`.
+    public func itemOutputs() -> ItemOutputs { ItemOutputs(root: outputDirectory, folderName: item.outputName) }
+
     /// Feeds `inputs` (the stage's own input type), ends the input, and returns every output.
     /// `facts` are what upstream stages learnt (a sidecar's fields).
     public func run(
-        _ inputs: [S.Input], commit: Bool = true, facts: ItemFacts = ItemFacts()
+        _ inputs: [S.Input], commit: Bool = true, facts: ItemFacts = ItemFacts(), outputs: ItemOutputs? = nil
     ) async throws -> (outputs: [S.Output], facts: ItemFacts)
     where S.Input: Payload {
-        try await run(inputs.map { $0 as any Payload }, commit: commit, facts: facts)
+        try await run(inputs.map { $0 as any Payload }, commit: commit, facts: facts, outputs: outputs)
     }
 
     /// Feeds `inputs`, ends the input, and returns every output in order. When `commit` is set,
-    /// reserved output files are moved into place as the runner would on success.
+    /// reserved output files are moved into place as the runner would on success. `outputs` is
+    /// the item's outputs so far (`itemOutputs()`, with files reserved in it); nil starts empty.
     public func run(
-        _ inputs: [any Payload], commit: Bool = true, facts: ItemFacts = ItemFacts()
+        _ inputs: [any Payload], commit: Bool = true, facts: ItemFacts = ItemFacts(), outputs: ItemOutputs? = nil
     ) async throws -> (outputs: [S.Output], facts: ItemFacts) {
         for (i, input) in inputs.enumerated() where S.Input(payload: input) == nil {
             throw HarnessError(
@@ -61,7 +73,7 @@ public struct StageHarness<S: Stage> {
         let inbox = PayloadChannel()
         let outbox = PayloadChannel()
         let read = ReadCounter()
-        let outputs = ItemOutputs(root: outputDirectory, folderName: item.outputName)
+        let outputs = outputs ?? itemOutputs()
         let context = ItemContext(item: item, outputs: outputs, logger: logs.logger(), facts: facts)
         let stage = self.stage
         let collected: [S.Output] = try await withThrowingTaskGroup(of: [S.Output]?.self) { group in
