@@ -119,6 +119,12 @@ let package = Package(
             dependencies: ["VoxTestSupport", "VoxTesting", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
         .testTarget(
             name: "VoxAgentTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxAgent", "VoxHTTP", "VoxCore"]),
+        .testTarget(
+            name: "VoxStagesTests",
+            dependencies: [
+                "VoxStages", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
+                "VoxWrite", "VoxAgent", "VoxCore",
+            ]),
         .testTarget(name: "VoxCheckTests", dependencies: ["VoxTestSupport", "VoxCheck", "VoxCore"]),
         .testTarget(
             name: "VoxServeTests",
