@@ -18,6 +18,8 @@ let package = Package(
                 "VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply",
                 "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages",
             ]),
+        // The stage harness, for the test targets and the fuzzer; the executable does not link it.
+        .library(name: "VoxTesting", targets: ["VoxTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -84,32 +86,54 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
+        // The test kit: runs one stage alone (StageHarness) and keeps what it logged (CapturedLogs).
+        .target(
+            name: "VoxTesting",
+            dependencies: ["VoxCore", .product(name: "Logging", package: "swift-log")]),
+
         // Helpers shared by the test targets (not a product).
-        .target(name: "VoxTestSupport", dependencies: ["VoxCore", "VoxDecode"], path: "Tests/VoxTestSupport"),
+        .target(
+            name: "VoxTestSupport", dependencies: ["VoxTesting", "VoxCore", "VoxDecode"], path: "Tests/VoxTestSupport"),
         .testTarget(name: "VoxHTTPTests", dependencies: ["VoxTestSupport", "VoxHTTP", "VoxCore"]),
-        .testTarget(name: "VoxCoreTests", dependencies: ["VoxTestSupport", "VoxCore"]),
-        .testTarget(name: "VoxDecodeTests", dependencies: ["VoxTestSupport", "VoxDecode", "VoxCore", "CSndFile"]),
-        .testTarget(name: "VoxResampleTests", dependencies: ["VoxTestSupport", "VoxResample", "VoxDecode", "VoxCore"]),
-        .testTarget(name: "VoxChunkTests", dependencies: ["VoxTestSupport", "VoxChunk", "VoxCore"]),
+        .testTarget(name: "VoxCoreTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxCore"]),
+        .testTarget(
+            name: "VoxDecodeTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxDecode", "VoxCore", "CSndFile"]),
+        .testTarget(
+            name: "VoxResampleTests",
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxResample", "VoxDecode", "VoxCore"]),
+        .testTarget(name: "VoxChunkTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxChunk", "VoxCore"]),
         .testTarget(
             name: "VoxTranscribeTests",
             dependencies: [
-                "VoxTestSupport", "VoxTranscribe", "VoxHTTP", "VoxResample", "VoxDecode", "VoxChunk", "VoxCore",
+                "VoxTestSupport", "VoxTesting", "VoxTranscribe", "VoxHTTP", "VoxResample", "VoxDecode", "VoxChunk",
+                "VoxCore",
             ]),
-        .testTarget(name: "VoxReplyTests", dependencies: ["VoxTestSupport", "VoxReply", "VoxCore"]),
+        .testTarget(name: "VoxReplyTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxReply", "VoxCore"]),
         .testTarget(
             name: "VoxSynthesizeTests",
-            dependencies: ["VoxTestSupport", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore"]),
+            dependencies: [
+                "VoxTestSupport", "VoxTesting", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore",
+            ]),
         .testTarget(
-            name: "VoxWriteTests", dependencies: ["VoxTestSupport", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
-        .testTarget(name: "VoxAgentTests", dependencies: ["VoxTestSupport", "VoxAgent", "VoxHTTP", "VoxCore"]),
+            name: "VoxWriteTests",
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
+        .testTarget(
+            name: "VoxAgentTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxAgent", "VoxHTTP", "VoxCore"]),
+        .testTarget(
+            name: "VoxStagesTests",
+            dependencies: [
+                "VoxStages", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
+                "VoxWrite", "VoxAgent", "VoxCore",
+            ]),
         .testTarget(name: "VoxCheckTests", dependencies: ["VoxTestSupport", "VoxCheck", "VoxCore"]),
         .testTarget(
             name: "VoxServeTests",
             dependencies: [
-                "VoxTestSupport", "VoxServe", "VoxHTTP", "VoxStages", "VoxResample", "VoxWrite", "VoxCore",
+                "VoxTestSupport", "VoxTesting", "VoxServe", "VoxHTTP", "VoxStages", "VoxResample", "VoxWrite",
+                "VoxCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "voxpipeTests", dependencies: ["VoxTestSupport", "voxpipe", "VoxCore", "VoxServe"]),
+        .testTarget(
+            name: "voxpipeTests", dependencies: ["VoxTestSupport", "VoxTesting", "voxpipe", "VoxCore", "VoxServe"]),
     ]
 )

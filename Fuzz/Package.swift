@@ -16,6 +16,8 @@ let package = Package(
             name: "voxfuzz",
             dependencies: [
                 .product(name: "VoxpipeModules", package: "voxpipe"),
+                // StageHarness: the decode target runs the decode stage alone.
+                .product(name: "VoxTesting", package: "voxpipe"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]

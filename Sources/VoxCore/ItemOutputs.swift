@@ -153,8 +153,9 @@ public final class ItemOutputs: @unchecked Sendable {
         return path.hasPrefix(base + "/") ? String(path.dropFirst(base.count + 1)) : path
     }
 
-    /// Renames every reserved file into place; called by the runner when the item succeeded.
-    func commit() throws {
+    /// Renames every reserved file into place; called by the runner when the item succeeded (and
+    /// by the stage harness, as the runner would).
+    public func commit() throws {
         let moves = lock.withLock { pending }
         for (temp, final) in moves {
             guard FileManager.default.fileExists(atPath: temp.path) else { continue }
@@ -177,7 +178,7 @@ public final class ItemOutputs: @unchecked Sendable {
     }
 
     /// Removes every reserved temporary file; called when the item failed or was abandoned.
-    func discard() {
+    public func discard() {
         let moves = lock.withLock { pending }
         for (temp, _) in moves { try? FileManager.default.removeItem(at: temp) }
         lock.withLock { pending.removeAll() }

@@ -286,11 +286,10 @@ public enum Planner {
             let optionValues = object.filter { !stageKeys.contains($0.key) }
             let configuration: any Sendable
             do {
-                try validateOptions(optionValues, against: kind.options, path: path, owner: kind.kind)
                 configuration = try kind.configure(
-                    StageOptions(
-                        stageID: id, path: path, baseDirectory: baseDirectory, values: optionValues, specs: kind.options
-                    ))
+                    StageOptions.validated(
+                        optionValues, against: kind.options, stageID: id, path: path, owner: kind.kind,
+                        baseDirectory: baseDirectory))
             } catch let error as any CategorizedError {
                 throw error.reworded { "\($0) (stage '\(id)')" }
             }

@@ -176,6 +176,18 @@ public struct StageOptions: Sendable {
         self.specs = specs
     }
 
+    /// Checks `values` against the declared options as a spec's stage is checked (unknown names
+    /// first, then each value; messages name `path` and `owner`) and returns them as the options
+    /// a stage's `configure` reads. The planner configures every stage through here; so does the
+    /// stage harness (VoxTesting).
+    public static func validated(
+        _ values: [String: JSONValue], against specs: [OptionSpec], stageID: String, path: String, owner: String,
+        baseDirectory: URL
+    ) throws -> StageOptions {
+        try validateOptions(values, against: specs, path: path, owner: owner)
+        return StageOptions(stageID: stageID, path: path, baseDirectory: baseDirectory, values: values, specs: specs)
+    }
+
     /// The value given in the spec, else the declared default.
     public func value(_ name: String) -> JSONValue? {
         values[name] ?? specs.first(where: { $0.name == name })?.defaultValue

@@ -1,6 +1,7 @@
 import Foundation
 import VoxCore
 import VoxTestSupport
+import VoxTesting
 
 @testable import VoxChunk
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import VoxTestSupport
+import VoxTesting
 
 @testable import VoxCore
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoxCore
 import VoxTestSupport
+import VoxTesting
 
 @testable import VoxResample
 

@@ -3,6 +3,7 @@ import VoxCore
 import VoxDecode
 import VoxResample
 import VoxTestSupport
+import VoxTesting
 
 /// Runs the resample stage alone over blocks of `blockFrames`.
 func resample(

@@ -5,6 +5,7 @@ import VoxHTTP
 import VoxResample
 import VoxStages
 import VoxTestSupport
+import VoxTesting
 
 @testable import VoxServe
 

@@ -3,6 +3,7 @@ import Testing
 import VoxCore
 import VoxStages
 import VoxTestSupport
+import VoxTesting
 
 @testable import VoxServe
 

@@ -1,6 +1,7 @@
 import Foundation
 import VoxCore
 import VoxDecode
+import VoxTesting
 
 /// Helpers every test target shares: scratch folders, external tools, and turning files into
 /// samples and samples into blocks with voxpipe's own stages.

@@ -3,6 +3,7 @@ import VoxCore
 import VoxDecode
 import VoxResample
 import VoxTestSupport
+import VoxTesting
 
 /// A file as one 16 kHz mono chunk, decoded and resampled by voxpipe's own stages.
 func chunk16k(_ url: URL, start: Double = 0) async throws -> AudioChunk {

@@ -3,6 +3,7 @@ import Testing
 import VoxCore
 import VoxResample
 import VoxTestSupport
+import VoxTesting
 
 @testable import VoxWrite
 

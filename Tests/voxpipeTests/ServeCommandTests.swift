@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoxCore
 import VoxTestSupport
+import VoxTesting
 
 /// `voxpipe serve` as a process, called with curl, next to `voxpipe run` on the same spec.
 @Suite(

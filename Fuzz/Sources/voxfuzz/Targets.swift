@@ -8,6 +8,7 @@ import VoxReply
 import VoxResample
 import VoxStages
 import VoxSynthesize
+import VoxTesting
 import VoxTranscribe
 import VoxWrite
 

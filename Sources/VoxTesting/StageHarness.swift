@@ -1,11 +1,12 @@
 import Foundation
-import Logging
+import VoxCore
 
 /// Runs one stage alone on given inputs, the way swift-nio's `EmbeddedChannel` tests a handler:
 /// feed typed values, finish, and look at what came out, what the stage logged, and what it
 /// reported about the item. It fails when an input is not one the stage takes, and when the stage
 /// returns with input left unread (in a pipeline that would stall the stage before it). The
-/// context carries the test's HTTP transport and clock, when given. For tests of stage modules.
+/// context carries the test's HTTP transport, clock, provenance and secrets, when given. For tests
+/// of stage modules.
 public struct StageHarness<S: Stage> {
     public let stage: S
     public let outputDirectory: URL
@@ -13,22 +14,27 @@ public struct StageHarness<S: Stage> {
     /// Everything the stage logged, at every level, in order.
     public let logs: CapturedLogs
 
-    /// Configures the stage from spec options, as a spec would.
+    /// Configures the stage from spec options, as a spec would. `provenance` is what a plan would
+    /// tell the stage about the run (the stages around it: an agent's record types, a resampler);
+    /// `secrets` the keys in use, which writers redact.
     public init(
         _ type: S.Type, id: String = "stage", options: [String: JSONValue] = [:],
         outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil,
         rateConversion: (any RateConversion)? = nil,
-        httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil, engines: EngineCache? = nil
+        httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil, engines: EngineCache? = nil,
+        provenance: Provenance? = nil, secrets: Secrets? = nil
     ) throws {
         let base = baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        try validateOptions(options, against: S.options, path: "stages[0]", owner: S.kind)
         let configuration = try S.configure(
-            StageOptions(stageID: id, path: "stages[0]", baseDirectory: base, values: options, specs: S.options))
+            StageOptions.validated(
+                options, against: S.options, stageID: id, path: "stages[0]", owner: S.kind, baseDirectory: base))
         logs = CapturedLogs()
         var context = StageContext(logger: logs.logger(), rateConversion: rateConversion)
         context.httpTransport = httpTransport
         if let clock { context.clock = clock }
         if let engines { context.engines = engines }
+        if let provenance { context.provenance = provenance }
+        if let secrets { context.secrets = secrets }
         stage = try S(id: id, configuration: configuration, context: context)
         self.outputDirectory =
             outputDirectory
@@ -37,19 +43,25 @@ public struct StageHarness<S: Stage> {
             item ?? InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "item.wav", outputName: "item")
     }
 
+    /// The item's outputs, empty, where this harness writes them: for a test that reserves files
+    /// in it first (what upstream writers wrote, which `write-message-chunks` reads) and passes it
+    /// to `run`.
+    public func itemOutputs() -> ItemOutputs { ItemOutputs(root: outputDirectory, folderName: item.outputName) }
+
     /// Feeds `inputs` (the stage's own input type), ends the input, and returns every output.
     /// `facts` are what upstream stages learnt (a sidecar's fields).
     public func run(
-        _ inputs: [S.Input], commit: Bool = true, facts: ItemFacts = ItemFacts()
+        _ inputs: [S.Input], commit: Bool = true, facts: ItemFacts = ItemFacts(), outputs: ItemOutputs? = nil
     ) async throws -> (outputs: [S.Output], facts: ItemFacts)
     where S.Input: Payload {
-        try await run(inputs.map { $0 as any Payload }, commit: commit, facts: facts)
+        try await run(inputs.map { $0 as any Payload }, commit: commit, facts: facts, outputs: outputs)
     }
 
     /// Feeds `inputs`, ends the input, and returns every output in order. When `commit` is set,
-    /// reserved output files are moved into place as the runner would on success.
+    /// reserved output files are moved into place as the runner would on success. `outputs` is
+    /// the item's outputs so far (`itemOutputs()`, with files reserved in it); nil starts empty.
     public func run(
-        _ inputs: [any Payload], commit: Bool = true, facts: ItemFacts = ItemFacts()
+        _ inputs: [any Payload], commit: Bool = true, facts: ItemFacts = ItemFacts(), outputs: ItemOutputs? = nil
     ) async throws -> (outputs: [S.Output], facts: ItemFacts) {
         for (i, input) in inputs.enumerated() where S.Input(payload: input) == nil && !input.isLeadingPart {
             throw HarnessError(
@@ -61,7 +73,7 @@ public struct StageHarness<S: Stage> {
         let inbox = PayloadChannel()
         let outbox = PayloadChannel()
         let read = ReadCounter()
-        let outputs = ItemOutputs(root: outputDirectory, folderName: item.outputName)
+        let outputs = outputs ?? itemOutputs()
         let context = ItemContext(item: item, outputs: outputs, logger: logs.logger(), facts: facts)
         let stage = self.stage
         let collected: [S.Output] = try await withThrowingTaskGroup(of: [S.Output]?.self) { group in
@@ -105,49 +117,4 @@ public struct StageHarness<S: Stage> {
 public struct HarnessError: Error, CustomStringConvertible, Equatable {
     public var description: String
     public init(_ description: String) { self.description = description }
-}
-
-/// Log records kept in memory, for tests that assert what a stage logged.
-public final class CapturedLogs: @unchecked Sendable {
-    /// One record: level, message and metadata (as text).
-    public struct Record: Sendable, Equatable {
-        public var level: Logger.Level
-        public var message: String
-        public var metadata: [String: String]
-    }
-
-    private let lock = NSLock()
-    private var kept: [Record] = []
-
-    public init() {}
-
-    /// Every record, in order.
-    public var records: [Record] { lock.withLock { kept } }
-
-    /// A logger that keeps its records here (every level).
-    public func logger(label: String = "voxpipe.test") -> Logger {
-        var logger = Logger(label: label) { _ in Handler(store: self) }
-        logger.logLevel = .trace
-        return logger
-    }
-
-    func append(_ record: Record) { lock.withLock { kept.append(record) } }
-
-    struct Handler: LogHandler {
-        let store: CapturedLogs
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            var all = metadata
-            if let extra = event.metadata { all.merge(extra) { $1 } }
-            store.append(
-                Record(level: event.level, message: event.message.description, metadata: all.mapValues { "\($0)" }))
-        }
-    }
 }
