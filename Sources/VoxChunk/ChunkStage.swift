@@ -133,6 +133,15 @@ public struct ChunkStage: Stage {
         _ = try SileroVAD(modelFile: model)
     }
 
+    /// A served request is one turn: the whole clip, up to `maxSeconds`, as one chunk.
+    public static func oneTurn(_ configuration: Configuration, maxSeconds: Double) -> Configuration {
+        var turn = configuration
+        turn.mode = .whole
+        turn.seconds = maxSeconds
+        turn.overlap = 0
+        return turn
+    }
+
     public static func demand(_ configuration: Configuration) -> StreamDemand {
         configuration.mode == .tail ? .tail(configuration.seconds) : .whole
     }

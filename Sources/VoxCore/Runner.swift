@@ -265,14 +265,22 @@ public struct Runner: Sendable {
     }
 
     /// Runs one value through part of the plan, for a server answering one request with the stages
-    /// a batch run uses (and the engines they loaded once): `value` goes to the input of stage
-    /// `start`, and that stage and every stage it feeds, directly or not, run as in `process`.
-    /// Every value any of them gives goes to `sink`. Nothing is committed or recorded: the caller
-    /// owns `context.outputs`. Throws the first stage's failure (a `StageFailure`).
+    /// a batch run uses (and the engines they loaded once): `value` goes to the input of the stage
+    /// with id `stageID`, and that stage and every stage it feeds, directly or not, run as in
+    /// `process`. Every value any of them gives goes to `sink`. Nothing is committed or recorded:
+    /// the caller owns `context.outputs`. Throws the first stage's failure (a `StageFailure`).
     public func respond(
-        to value: any Payload, at start: Int, context: ItemContext, sink: any OutputSink
+        to value: any Payload, at stageID: String, context: ItemContext, sink: any OutputSink
     ) async throws {
-        try await drive(value, into: start, context: context, sink: sink)
+        guard let start = plan.stage(stageID) else {
+            throw VoxError(.internal, "the plan has no stage '\(stageID)' to answer at")
+        }
+        guard start.kind.inputs.contains(where: { type(of: value).payloadType.carries($0) }) else {
+            throw VoxError(
+                .internal,
+                "stage '\(stageID)' takes \(start.kind.inputDescription), not \(type(of: value).payloadType)")
+        }
+        try await drive(value, into: start.index, context: context, sink: sink)
     }
 
     /// Feeds `value` to stage `start` and runs it and its descendants, each in its own task, until

@@ -56,6 +56,11 @@ public protocol Stage: Sendable {
     /// are searched for. The default is audio (`InputListing.audioExtensions`).
     static var inputExtensions: Set<String> { get }
 
+    /// The configuration that takes one request of up to `maxSeconds` as one turn, for a server
+    /// answering requests with the plan (`Plan.servingOneTurn`): a chunker gives the whole clip
+    /// as one chunk (the client already cut it). The default keeps the configuration.
+    static func oneTurn(_ configuration: Configuration, maxSeconds: Double) -> Configuration
+
     /// The item facts this stage learns and sets (`ItemContext.facts`). The default is none.
     static var factsGiven: [ItemFact] { get }
     /// The item facts this stage reads; the planner checks a stage upstream gives each.
@@ -83,6 +88,7 @@ extension Stage {
     public static func identityFiles(_ configuration: Configuration) -> [URL] { [] }
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { nil }
     public static var inputExtensions: Set<String> { InputListing.audioExtensions }
+    public static func oneTurn(_ configuration: Configuration, maxSeconds: Double) -> Configuration { configuration }
     public static var factsGiven: [ItemFact] { [] }
     public static var factsUsed: [ItemFact] { [] }
 }

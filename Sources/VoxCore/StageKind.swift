@@ -20,6 +20,7 @@ public struct StageKind: Sendable {
     let demand: @Sendable (any Sendable) -> StreamDemand
     let identityFiles: @Sendable (any Sendable) -> [URL]
     let provenance: @Sendable (any Sendable) -> [String: JSONValue]?
+    let oneTurn: @Sendable (any Sendable, Double) -> any Sendable
 
     public init<S: Stage>(_ type: S.Type) {
         kind = S.kind
@@ -43,6 +44,9 @@ public struct StageKind: Sendable {
         }
         identityFiles = { configuration in (configuration as? S.Configuration).map(S.identityFiles) ?? [] }
         provenance = { configuration in (configuration as? S.Configuration).flatMap(S.provenance) }
+        oneTurn = { configuration, seconds in
+            (configuration as? S.Configuration).map { S.oneTurn($0, maxSeconds: seconds) } ?? configuration
+        }
         demand = { configuration in (configuration as? S.Configuration).map(S.demand) ?? .whole }
         plannedOutputs = { configuration, id, input in
             (configuration as? S.Configuration).map { S.plannedOutputs($0, id: id, input: input) } ?? []

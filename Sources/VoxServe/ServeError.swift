@@ -2,8 +2,8 @@ import VoxChunk
 import VoxCore
 import VoxDecode
 
-/// Why the tutor could not be set up or could not finish an answer: a spec it cannot serve, bad
-/// settings, a missing rate converter. (What a client gets is a `ServeError`.)
+/// Why the tutor could not be set up: a spec it cannot serve, bad settings. (What a client gets is
+/// a `ServeError`.)
 public typealias TutorError = ModuleError<TutorFailure>
 
 public enum TutorFailure: FailureCode {
@@ -11,14 +11,11 @@ public enum TutorFailure: FailureCode {
     case unservableSpec
     /// A serve setting (the Agora app id or certificate) is unreadable or badly shaped (exit 64).
     case badSettings
-    /// Speech must change rate and no rate converter was given (a bug, exit 70).
-    case noRateConverter
 
     public var category: VoxFailure {
         switch self {
         case .unservableSpec: .invalidSpec
         case .badSettings: .usage
-        case .noRateConverter: .internal
         }
     }
 }

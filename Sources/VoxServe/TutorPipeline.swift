@@ -8,19 +8,22 @@ import VoxWrite
 /// models and rules as `voxpipe run` on that spec, so the same audio gets the same
 /// transcription and reply.
 ///
-/// A request is one turn. The spec is changed in two ways for that: every `chunk` stage runs in
-/// mode `whole` (the client already cut the clip; no 8-s cutting), and the writers (and what reads
-/// from them) are left out: the answer goes back in the response, not to files.
+/// A request is one turn. The plan is served as `Plan.servingOneTurn` makes it: every stage in its
+/// one-turn configuration (a chunker takes the whole clip; no 8-s cutting), and the writers (and
+/// what reads from them) left out: the answer goes back in the response, not to files. Requests
+/// enter at a stage found by what it does (the first that gives transcripts from audio, replies,
+/// speech), never by its kind's name.
 ///
 ///   audio ─▶ [decode] ─▶ [resample] ─▶ [chunk: whole] ─▶ [transcribe] ─▶ [reply] ─▶ [synthesize]
 ///   text ─────────────────────────────────────────────────────────────────┘
 public final class TutorPipeline: Sendable {
-    /// The plan as served (chunking whole, no writers).
+    /// The plan as served (one turn a request, no writers).
     public let plan: Plan
     let runner: Runner
-    let transcribeIndex: Int
-    let replyIndex: Int
-    let synthesizeIndex: Int
+    /// The stages a request enters at: the root (audio), the reply stage (text), the speech stage.
+    let rootID: String
+    let replyID: String
+    let synthesizeID: String
     let scratch: URL
     let logger: Logger
     let rateConversion: (any RateConversion)?
@@ -48,18 +51,19 @@ public final class TutorPipeline: Sendable {
         source = Source(
             spec: spec, baseDirectory: baseDirectory, name: name, registry: registry, context: context,
             maxClipSeconds: maxClipSeconds)
-        let served = try Self.servedSpec(spec, registry: registry, maxClipSeconds: maxClipSeconds)
-        let plan = try Planner.plan(json: served, baseDirectory: baseDirectory, defaultName: name, registry: registry)
+        let plan = try Planner.plan(json: spec, baseDirectory: baseDirectory, defaultName: name, registry: registry)
+            .servingOneTurn(maxSeconds: maxClipSeconds)
         self.plan = plan
-        func first(_ kind: String) throws -> Plan.Node {
-            guard let node = plan.nodes.first(where: { $0.kind.kind == kind }) else {
+        func first(_ name: String, giving output: PayloadType, from input: PayloadType? = nil) throws -> Plan.Node {
+            guard let node = plan.firstStage(giving: output, from: input) else {
                 throw TutorError(
                     .unservableSpec,
-                    "serve answers with transcribe, reply and synthesize stages, but the spec has no \(kind) stage")
+                    "serve answers with transcribe, reply and synthesize stages, but the spec has no \(name) stage")
             }
             return node
         }
-        let transcribe = try first("transcribe"), reply = try first("reply"), synthesize = try first("synthesize")
+        let transcribe = try first("transcribe", giving: .transcript, from: .audioChunk)
+        let reply = try first("reply", giving: .reply), synthesize = try first("synthesize", giving: .speech)
         guard plan.descendants(of: transcribe.index).contains(reply.index),
             plan.descendants(of: reply.index).contains(synthesize.index)
         else {
@@ -68,9 +72,9 @@ public final class TutorPipeline: Sendable {
                 "serve needs '\(reply.id)' (reply) to read from '\(transcribe.id)' (transcribe) and "
                     + "'\(synthesize.id)' (synthesize) from '\(reply.id)'")
         }
-        transcribeIndex = transcribe.index
-        replyIndex = reply.index
-        synthesizeIndex = synthesize.index
+        rootID = plan.nodes.first { $0.parents.isEmpty }?.id ?? transcribe.id
+        replyID = reply.id
+        synthesizeID = synthesize.id
         logger = context.logger
         rateConversion = context.rateConversion
         secrets = context.secrets
@@ -104,44 +108,6 @@ public final class TutorPipeline: Sendable {
             context: source.context, maxClipSeconds: source.maxClipSeconds)
     }
 
-    /// The spec as served: `from` made explicit, writers and everything fed by them left out,
-    /// every chunk stage in mode whole up to `maxClipSeconds`.
-    static func servedSpec(_ spec: JSONValue, registry: StageRegistry, maxClipSeconds: Double) throws -> JSONValue {
-        guard var top = spec.objectValue, let stages = top["stages"]?.arrayValue else {
-            // Let the planner say what is wrong with it.
-            return spec
-        }
-        var kept: [JSONValue] = []
-        var dropped: Set<String> = []
-        var previous: String?
-        for value in stages {
-            guard var stage = value.objectValue, let id = stage["id"]?.stringValue else { return spec }
-            defer { previous = id }
-            let from: [String]
-            if let one = stage["from"]?.stringValue {
-                from = [one]
-            } else if let list = stage["from"]?.arrayValue {
-                from = list.compactMap(\.stringValue)
-            } else {
-                from = previous.map { [$0] } ?? []
-                if let previous { stage["from"] = .string(previous) }
-            }
-            let kind = stage["kind"]?.stringValue ?? ""
-            if registry[kind]?.output == .artifact || from.contains(where: dropped.contains) {
-                dropped.insert(id)
-                continue
-            }
-            if kind == "chunk" {
-                stage = stage.filter { ["id", "kind", "from"].contains($0.key) }
-                stage["mode"] = .string("whole")
-                stage["seconds"] = .number(maxClipSeconds)
-            }
-            kept.append(.object(stage))
-        }
-        top["stages"] = .array(kept)
-        return .object(top)
-    }
-
     /// What one turn gave.
     public struct Answer: Sendable {
         public var transcription: String
@@ -156,8 +122,7 @@ public final class TutorPipeline: Sendable {
     /// Transcribes a clip (a file in any format the decoder reads) as one turn and answers it.
     public func answer(audioFile url: URL, conversation: Conversation) async throws -> Answer {
         let item = InputFile(url: url, relativePath: url.lastPathComponent, outputName: "request")
-        let root = plan.nodes.first { $0.parents.isEmpty }?.index ?? 0
-        return try await run(item, value: item, at: root, conversation: conversation)
+        return try await run(item, value: item, at: rootID, conversation: conversation)
     }
 
     /// Answers a text turn: the stages from reply on.
@@ -166,7 +131,7 @@ public final class TutorPipeline: Sendable {
             format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 0, index: 0, cut: .text)
         let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
         let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "text", outputName: "request")
-        return try await run(item, value: transcript, at: replyIndex, conversation: conversation)
+        return try await run(item, value: transcript, at: replyID, conversation: conversation)
     }
 
     /// Speaks `text` as it is: the stages from synthesize on (no reply).
@@ -176,7 +141,7 @@ public final class TutorPipeline: Sendable {
         let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
         let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "speech", outputName: "request")
         let reply = Reply(transcript: transcript, text: text)
-        return try await run(item, value: reply, at: synthesizeIndex, conversation: Conversation()).speech
+        return try await run(item, value: reply, at: synthesizeID, conversation: Conversation()).speech
     }
 
     /// Raw 16-bit little-endian mono PCM at `rate` (OpenAI's `pcm`: 24 kHz).
@@ -188,8 +153,12 @@ public final class TutorPipeline: Sendable {
                 samples[start..<start + channels].reduce(0, +) / Float(channels)
             }
         }
-        if rate != speech.format.sampleRate {
-            samples = try converted(samples, channels: 1, from: speech.format.sampleRate, to: rate)
+        let mono = AudioFormat(sampleRate: speech.format.sampleRate, channels: 1)
+        if let converter = try AudioOutput(
+            encoding: AudioEncoding(format: .wav), rate: rate, rateConversion: rateConversion
+        )
+        .converter(for: mono) {
+            samples = try converter.convertAll(samples)
         }
         var data = Data(capacity: samples.count * 2)
         for sample in samples {
@@ -199,7 +168,8 @@ public final class TutorPipeline: Sendable {
         return data
     }
 
-    func run(_ item: InputFile, value: any Payload, at start: Int, conversation: Conversation) async throws -> Answer {
+    func run(_ item: InputFile, value: any Payload, at start: String, conversation: Conversation) async throws -> Answer
+    {
         let folder = "request-\(UUID().uuidString)"
         let context = ItemContext(
             item: item, outputs: ItemOutputs(root: scratch, folderName: folder), logger: logger,
@@ -210,25 +180,13 @@ public final class TutorPipeline: Sendable {
         return collector.answer(text: (value as? Transcript)?.text)
     }
 
-    /// Encodes speech as a file of `encoding`'s format, converted to a rate its codec takes.
+    /// Encodes speech as a file of `encoding`'s format, at a rate its codec takes: written as
+    /// `write-audio` writes a chunk (`AudioOutput`), so the answer is the file a batch run makes.
     public func encode(_ speech: AudioChunk, as encoding: AudioEncoding) throws -> Data {
-        let rate = encoding.format.writableRate(speech.format.sampleRate)
-        var samples = speech.samples
-        if rate != speech.format.sampleRate {
-            samples = try converted(samples, channels: speech.format.channels, from: speech.format.sampleRate, to: rate)
-        }
         let url = scratch.appendingPathComponent("speech-\(UUID().uuidString).\(encoding.format.ext)")
         defer { try? FileManager.default.removeItem(at: url) }
-        try encoding.write(samples, format: AudioFormat(sampleRate: rate, channels: speech.format.channels), to: url)
+        try AudioOutput(encoding: encoding, rateConversion: rateConversion).write(speech, to: url)
         return try Data(contentsOf: url)
-    }
-
-    /// `samples` (interleaved, `channels` of them) at `to` Hz, from `from` Hz.
-    func converted(_ samples: [Float], channels: Int, from: Int, to: Int) throws -> [Float] {
-        guard let rateConversion else {
-            throw TutorError(.noRateConverter, "speech at \(from) Hz needs a rate converter")
-        }
-        return try rateConversion.converter(channels: channels, from: from, to: to).convertAll(samples)
     }
 
     /// A folder for request uploads, removed with the pipeline.

@@ -102,6 +102,75 @@ public struct AudioEncoding: Sendable, Equatable {
     }
 }
 
+/// How audio becomes files: the encoding, the rate written and the converter that brings audio
+/// to it. One definition for `write-audio` (each chunk, each stream) and for `voxpipe serve`
+/// (each spoken reply), so a served reply is the file a batch run writes.
+public struct AudioOutput: Sendable {
+    public var encoding: AudioEncoding
+    /// The rate written; nil keeps the audio's, or 48 kHz when the codec cannot take it.
+    public var rate: Int?
+    public var rateConversion: (any RateConversion)?
+
+    public init(encoding: AudioEncoding, rate: Int? = nil, rateConversion: (any RateConversion)?) {
+        self.encoding = encoding
+        self.rate = rate
+        self.rateConversion = rateConversion
+    }
+
+    /// The format files of audio in `format` are written in.
+    public func format(for format: AudioFormat) -> AudioFormat {
+        AudioFormat(sampleRate: rate ?? encoding.format.writableRate(format.sampleRate), channels: format.channels)
+    }
+
+    /// A converter from `format` to the rate written, or nil when none is needed.
+    public func converter(for format: AudioFormat) throws -> (any RateConverter)? {
+        let rate = self.format(for: format).sampleRate
+        guard rate != format.sampleRate else { return nil }
+        guard let rateConversion else {
+            throw WriteError(
+                .noRateConverter,
+                "audio at \(format.sampleRate) Hz must be converted to \(rate) Hz but no rate converter was provided")
+        }
+        return try rateConversion.converter(channels: format.channels, from: format.sampleRate, to: rate)
+    }
+
+    /// Writes `chunk` as one file at `url`.
+    public func write(_ chunk: AudioChunk, to url: URL) throws {
+        try encoding.write(
+            try converter(for: chunk.format)?.convertAll(chunk.samples) ?? chunk.samples,
+            format: format(for: chunk.format), to: url)
+    }
+
+    /// A file at `url` that audio in `format` streams into.
+    func open(_ url: URL, for format: AudioFormat) throws -> OpenAudioFile {
+        OpenAudioFile(
+            writer: try AudioFileWriter(url: url, format: self.format(for: format), encoding: encoding), url: url,
+            input: format, converter: try converter(for: format))
+    }
+}
+
+/// A file being written as its audio streams in: an item's stream of blocks, or the parts of one
+/// chunk index (speech made sentence by sentence).
+struct OpenAudioFile {
+    var writer: AudioFileWriter
+    var url: URL
+    var input: AudioFormat
+    var converter: (any RateConverter)?
+
+    func write(_ samples: [Float], format: AudioFormat) throws {
+        guard format == input else {
+            throw WriteError(.unsupported, "the stream changed format mid-way (\(input) to \(format))")
+        }
+        try writer.write(try converter?.process(samples) ?? samples)
+    }
+
+    func finish() throws -> URL {
+        if let tail = try converter?.flush() { try writer.write(tail) }
+        try writer.close()
+        return url
+    }
+}
+
 /// An audio file being written: through libsndfile, or for m4a a temporary WAV that ffmpeg
 /// encodes to AAC at `close()`.
 final class AudioFileWriter {

@@ -101,72 +101,26 @@ public struct WriteAudioStage: Stage {
 
     public let id: String
     public let configuration: Configuration
-    let rateConversion: (any RateConversion)?
+    /// The encoding, rate and converter every file is written with.
+    let audio: AudioOutput
 
     public init(id: String, configuration: Configuration, context: StageContext) throws {
         self.id = id
         self.configuration = configuration
-        rateConversion = context.rateConversion
-    }
-
-    /// The format files of audio in `format` are written in.
-    func outputFormat(_ format: AudioFormat) -> AudioFormat {
-        AudioFormat(
-            sampleRate: configuration.rate ?? configuration.encoding.format.writableRate(format.sampleRate),
-            channels: format.channels)
-    }
-
-    /// A converter from `format` to the rate written, or nil when none is needed.
-    func converter(for format: AudioFormat) throws -> (any RateConverter)? {
-        let rate = outputFormat(format).sampleRate
-        guard rate != format.sampleRate else { return nil }
-        guard let rateConversion else {
-            throw WriteError(
-                .noRateConverter,
-                "\(Self.kind) '\(id)': audio at \(format.sampleRate) Hz must be converted but no rate "
-                    + "converter was provided")
-        }
-        return try rateConversion.converter(channels: format.channels, from: format.sampleRate, to: rate)
-    }
-
-    /// A file being written as its audio streams in: an item's stream of blocks, or the parts of
-    /// one chunk index (speech made sentence by sentence).
-    struct OpenFile {
-        var writer: AudioFileWriter
-        var temp: URL
-        var input: AudioFormat
-        var converter: (any RateConverter)?
-
-        func write(_ samples: [Float], format: AudioFormat) throws {
-            guard format == input else {
-                throw WriteError(.unsupported, "the stream changed format mid-way (\(input) to \(format))")
-            }
-            try writer.write(try converter?.process(samples) ?? samples)
-        }
-
-        func finish() throws -> URL {
-            if let tail = try converter?.flush() { try writer.write(tail) }
-            try writer.close()
-            return temp
-        }
-    }
-
-    func open(_ temp: URL, for format: AudioFormat) throws -> OpenFile {
-        OpenFile(
-            writer: try AudioFileWriter(url: temp, format: outputFormat(format), encoding: configuration.encoding),
-            temp: temp, input: format, converter: try converter(for: format))
+        audio = AudioOutput(
+            encoding: configuration.encoding, rate: configuration.rate, rateConversion: context.rateConversion)
     }
 
     public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
         let ext = configuration.encoding.format.ext
-        var stream: OpenFile?
+        var stream: OpenAudioFile?
         // The file of the chunk index whose parts are coming in.
-        var parts: (index: Int, file: OpenFile)?
+        var parts: (index: Int, file: OpenAudioFile)?
         for try await value in input {
             switch value {
             case .block(let block):
                 if stream == nil {
-                    stream = try open(try item.outputs.reserve(stageID: id, ext: ext), for: block.format)
+                    stream = try audio.open(try item.outputs.reserve(stageID: id, ext: ext), for: block.format)
                 }
                 try stream?.write(block.samples, format: block.format)
             case .chunk(let chunk):
@@ -176,15 +130,14 @@ public struct WriteAudioStage: Stage {
                 }
                 if parts == nil && !chunk.continues {
                     let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext)
-                    try configuration.encoding.write(
-                        try converter(for: chunk.format)?.convertAll(chunk.samples) ?? chunk.samples,
-                        format: outputFormat(chunk.format), to: temp)
+                    try audio.write(chunk, to: temp)
                     try await output.send(try item.outputs.artifact(for: temp))
                     continue
                 }
                 let file =
                     try parts?.file
-                    ?? open(try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext), for: chunk.format)
+                    ?? audio.open(
+                        try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext), for: chunk.format)
                 try file.write(chunk.samples, format: chunk.format)
                 parts = chunk.continues ? (chunk.index, file) : nil
                 if !chunk.continues { try await output.send(try item.outputs.artifact(for: try file.finish())) }

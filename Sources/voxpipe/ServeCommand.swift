@@ -18,15 +18,11 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    enum AudioFormatChoice: String, ExpressibleByArgument, CaseIterable {
-        case mp3, opus, ogg, m4a, wav, flac
-    }
-
     @Argument(help: "The job spec (JSON) with transcribe, reply and synthesize stages.") var spec: String
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on (0: a free one, printed on stderr).") var port = 8000
     @Option(help: "Path the API's routes live under.") var prefix = "/api/agora"
-    @Option(help: "Format of the spoken reply (`audio`).") var audioFormat: AudioFormatChoice = .mp3
+    @Option(help: "Format of the spoken reply (`audio`).") var audioFormat: AudioFileFormat = .mp3
     @OptionGroup(title: "Agora tokens for join-with-bot") var agora: AgoraOptions
     @Option(help: ArgumentHelp("Largest request body.", valueName: "MiB")) var maxBody = 16
     @Option(help: ArgumentHelp("Seconds a pipeline request may take, waiting included.", valueName: "seconds"))
@@ -87,7 +83,7 @@ struct ServeCommand: AsyncParsableCommand {
             if let concurrency { settings.concurrency = concurrency }
             settings.queue = queue
             settings.maxClipSeconds = maxClip
-            settings.audio = AudioEncoding(format: AudioFileFormat(rawValue: audioFormat.rawValue) ?? .mp3)
+            settings.audio = AudioEncoding(format: audioFormat)
             settings.allowClientKeys = allowClientKeys
             settings.noSpeechIsError = noSpeechIsError
 
@@ -114,3 +110,6 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 }
+
+/// `--audio-format` takes the formats write-audio writes, by the same names.
+extension AudioFileFormat: ExpressibleByArgument {}

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VoxChunk
 import VoxCore
 import VoxStages
 import VoxTestSupport
@@ -10,20 +11,24 @@ import VoxTesting
 @Suite struct TutorPipelineTests {
     let registry = StageRegistry(voxpipeStageKinds)
 
-    @Test func theServedSpecTakesTheClipWholeAndLeavesTheWritersOut() throws {
+    /// Given the lesson tutor's spec, then the plan as served is the same checked plan without its
+    /// writers, re-linked, with the chunker taking the whole clip; the batch plan keeps its voice turns.
+    @Test func theServedPlanTakesTheClipWholeAndLeavesTheWritersOut() throws {
         let spec = try JSONValue.parse(Data(contentsOf: lessonTutor))
-        let served = try TutorPipeline.servedSpec(spec, registry: registry, maxClipSeconds: 120)
-        let stages = served.objectValue?["stages"]?.arrayValue?.compactMap(\.objectValue) ?? []
-        #expect(stages.map { $0["id"]?.stringValue } == ["decode", "mono16k", "turns", "asr", "tutor", "voice"])
-        let turns = try #require(stages.first { $0["id"]?.stringValue == "turns" })
-        #expect(turns["mode"]?.stringValue == "whole")
-        #expect(turns["seconds"]?.numberValue == 120)
-        #expect(turns["maxSeconds"] == nil)
-        // `from` is explicit, so leaving a stage out changes no one's input.
-        #expect(stages.dropFirst().allSatisfy { $0["from"] != nil })
-        let plan = try Planner.plan(
-            json: served, baseDirectory: lessonTutor.deletingLastPathComponent(), registry: registry)
-        #expect(plan.nodes.count == 6)
+        let batch = try Planner.plan(
+            json: spec, baseDirectory: lessonTutor.deletingLastPathComponent(), registry: registry)
+        let plan = batch.servingOneTurn(maxSeconds: 120)
+        #expect(plan.nodes.map(\.id) == ["decode", "mono16k", "turns", "asr", "tutor", "voice"])
+        #expect(plan.nodes.map(\.index) == Array(0..<6))
+        #expect(plan.nodes.map(\.parents) == [[], [0], [1], [2], [3], [4]])
+        #expect(plan.nodes.map(\.children) == [[1], [2], [3], [4], [5], []])
+        let turns = try #require(plan.stage("turns")?.configuration as? ChunkStage.Configuration)
+        #expect(turns.mode == .whole && turns.seconds == 120)
+        let batchTurns = try #require(batch.stage("turns")?.configuration as? ChunkStage.Configuration)
+        #expect(batchTurns.mode == .voice)
+        #expect(plan.firstStage(giving: .transcript, from: .audioChunk)?.id == "asr")
+        #expect(plan.firstStage(giving: .speech)?.id == "voice")
+        #expect(plan.canonicalSpec == batch.canonicalSpec)
     }
 
     @Test func aSpecWithoutAReplyStageCannotBeServed() async throws {

@@ -1,0 +1,38 @@
+import Foundation
+
+extension Plan {
+    /// The plan as a server runs it, one request a turn: the writers (stages that give
+    /// `Artifact`s) and every stage fed by one are left out, since the answer goes back in the
+    /// response, and each stage takes its one-turn configuration (`Stage.oneTurn`: a chunker gives
+    /// the whole clip of up to `maxSeconds` as one chunk). A typed transform of the checked plan:
+    /// the spec is planned once, and the stages kept are those it configured.
+    public func servingOneTurn(maxSeconds: Double) -> Plan {
+        var dropped: Set<Int> = []
+        for node in topologicalOrder
+        where node.kind.output == .artifact || node.parents.contains(where: dropped.contains) {
+            dropped.insert(node.index)
+        }
+        let kept = nodes.filter { !dropped.contains($0.index) }
+        let newIndex = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1.index, $0) })
+        let served = kept.map { node in
+            Node(
+                index: newIndex[node.index] ?? 0, id: node.id, kind: node.kind,
+                configuration: node.kind.oneTurn(node.configuration, maxSeconds),
+                parents: node.parents.compactMap { newIndex[$0] }, children: node.children.compactMap { newIndex[$0] },
+                inputType: node.inputType, inputFormat: node.inputFormat, outputFormat: node.outputFormat)
+        }
+        var plan = Plan(
+            name: name, nodes: served, canonicalSpec: canonicalSpec, referencedFiles: referencedFiles, spec: spec)
+        plan.strict = strict
+        return plan
+    }
+
+    /// The first stage (in plan order) that gives `output` from an input of `input`: how a
+    /// server finds the stage a request enters at or a stage it needs, by what the stage does.
+    public func firstStage(giving output: PayloadType, from input: PayloadType? = nil) -> Node? {
+        nodes.first { node in node.kind.output == output && (input.map { node.kind.accepts($0) } ?? true) }
+    }
+
+    /// The stage with `id`.
+    public func stage(_ id: String) -> Node? { nodes.first { $0.id == id } }
+}
