@@ -1,5 +1,6 @@
 import AsyncAlgorithms
 import Foundation
+import Synchronization
 
 /// The channel type between two stages: bounded (a `send` waits for the consumer) and failable.
 public typealias PayloadChannel = AsyncThrowingChannel<any Payload, any Error>
@@ -42,14 +43,13 @@ public struct Inbox<Input: StageInput>: AsyncSequence, Sendable {
 }
 
 /// How many values a stage has taken from its inbox.
-public final class ReadCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
+public final class ReadCounter: Sendable {
+    private let count = Mutex(0)
 
     public init() {}
 
-    public var value: Int { lock.withLock { count } }
-    func increment() { lock.withLock { count += 1 } }
+    public var value: Int { count.withLock { $0 } }
+    func increment() { count.withLock { $0 += 1 } }
 }
 
 /// Receives what terminal stages (those nothing reads from) give: the runner collects artifacts.

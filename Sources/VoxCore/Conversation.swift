@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One exchange of a conversation: what the learner said and what was answered.
 public struct ConversationTurn: Sendable, Equatable {
@@ -15,20 +16,19 @@ public struct ConversationTurn: Sendable, Equatable {
 /// conversation and the reply stage keeps it; `voxpipe serve` answers one turn per request, so it
 /// hands every request of a channel the same `Conversation` (`ItemContext.conversation`) and the
 /// tutor remembers what was said before. Keeps the last `limit` turns, so memory stays bounded.
-public final class Conversation: @unchecked Sendable {
-    private let lock = NSLock()
-    private var kept: [ConversationTurn] = []
+public final class Conversation: Sendable {
+    private let kept = Mutex<[ConversationTurn]>([])
     /// The most turns kept (the oldest go first).
     public let limit: Int
 
     public init(limit: Int = 200) { self.limit = max(1, limit) }
 
     /// The turns so far, oldest first.
-    public var turns: [ConversationTurn] { lock.withLock { kept } }
+    public var turns: [ConversationTurn] { kept.withLock { $0 } }
 
     /// Adds a turn, dropping the oldest beyond `limit`.
     public func append(_ turn: ConversationTurn) {
-        lock.withLock {
+        kept.withLock { kept in
             kept.append(turn)
             if kept.count > limit { kept.removeFirst(kept.count - limit) }
         }

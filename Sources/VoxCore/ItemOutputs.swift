@@ -1,17 +1,17 @@
 import Foundation
+import Synchronization
 
 /// Where one item's outputs go. Writers reserve a temporary file beside each final path and
 /// write it whole; the runner renames them all into place only when the item succeeds, and
 /// removes them when it fails, so no reader ever sees half a file and a failed item never
 /// replaces good outputs of an earlier run.
-public final class ItemOutputs: @unchecked Sendable {
+public final class ItemOutputs: Sendable {
     /// The run's output directory.
     public let root: URL
     /// The item's folder, relative to `root`.
     public let folderName: String
-    private let lock = NSLock()
-    private var pending: [(temp: URL, final: URL)] = []
-    private var finals: Set<String> = []
+    /// Files reserved (temporary and final names) and the final paths taken.
+    private let state = Mutex<(pending: [(temp: URL, final: URL)], finals: Set<String>)>(([], []))
 
     /// Marks temporary files, so a later run can find and remove those a killed run left.
     public static let temporaryMarker = ".voxpipe-tmp-"
@@ -41,11 +41,11 @@ public final class ItemOutputs: @unchecked Sendable {
         let final = folder.appendingPathComponent(name)
         let temp = folder.appendingPathComponent(
             ".\(name)\(Self.temporaryMarker)\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        try lock.withLock {
-            guard finals.insert(final.path).inserted else {
+        try state.withLock { state in
+            guard state.finals.insert(final.path).inserted else {
                 throw VoxError(.internal, "two outputs of one item would both be written to \(relativePath(final))")
             }
-            pending.append((temp, final))
+            state.pending.append((temp, final))
         }
         try Self.createFolder(folder)
         return temp
@@ -100,7 +100,7 @@ public final class ItemOutputs: @unchecked Sendable {
     /// Describes a finished temporary file as the artifact it will become: its final path
     /// (relative to the output directory), size and SHA-256. Flushes it to disk first.
     public func artifact(for temp: URL) throws -> Artifact {
-        guard let final = lock.withLock({ pending.first(where: { $0.temp == temp })?.final }) else {
+        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
             throw VoxError(.internal, "\(temp.path) was not reserved")
         }
         let fd = open(temp.path, O_RDONLY)
@@ -115,7 +115,7 @@ public final class ItemOutputs: @unchecked Sendable {
     /// Every file under a finished temporary folder (an evidence bag) as artifacts at their
     /// final paths, sorted.
     public func artifacts(forDirectory temp: URL, digests: DigestCache? = nil) throws -> [Artifact] {
-        guard let final = lock.withLock({ pending.first(where: { $0.temp == temp })?.final }) else {
+        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
             throw VoxError(.internal, "\(temp.path) was not reserved")
         }
         guard let enumerator = FileManager.default.enumerator(at: temp, includingPropertiesForKeys: [.isRegularFileKey])
@@ -135,8 +135,8 @@ public final class ItemOutputs: @unchecked Sendable {
     /// committed. Nil for a path this item did not reserve.
     public func currentURL(ofArtifact path: String) -> URL? {
         let target = root.appendingPathComponent(path).standardizedFileURL.path
-        return lock.withLock {
-            for (temp, final) in pending {
+        return state.withLock { state in
+            for (temp, final) in state.pending {
                 let finalPath = final.standardizedFileURL.path
                 if target == finalPath { return temp }
                 if target.hasPrefix(finalPath + "/") {
@@ -156,7 +156,7 @@ public final class ItemOutputs: @unchecked Sendable {
     /// Renames every reserved file into place; called by the runner when the item succeeded (and
     /// by the stage harness, as the runner would).
     public func commit() throws {
-        let moves = lock.withLock { pending }
+        let moves = state.withLock { $0.pending }
         for (temp, final) in moves {
             guard FileManager.default.fileExists(atPath: temp.path) else { continue }
             if rename(temp.path, final.path) != 0 {
@@ -174,14 +174,14 @@ public final class ItemOutputs: @unchecked Sendable {
             fsync(fd)
             close(fd)
         }
-        lock.withLock { pending.removeAll() }
+        state.withLock { $0.pending.removeAll() }
     }
 
     /// Removes every reserved temporary file; called when the item failed or was abandoned.
     public func discard() {
-        let moves = lock.withLock { pending }
+        let moves = state.withLock { $0.pending }
         for (temp, _) in moves { try? FileManager.default.removeItem(at: temp) }
-        lock.withLock { pending.removeAll() }
+        state.withLock { $0.pending.removeAll() }
         // Leave no empty folder behind for an item that wrote nothing.
         rmdir(folder.path)
     }

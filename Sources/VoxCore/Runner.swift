@@ -1,6 +1,7 @@
 import AsyncAlgorithms
 import Foundation
 import Logging
+import Synchronization
 
 // Data flow of one item (one input file) through a plan; each box is a task, each arrow a
 // bounded channel, and a stage's output fans out to every stage that names it in `from`:
@@ -341,15 +342,14 @@ public struct Runner: Sendable {
 }
 
 /// How many stages still feed each inbox.
-final class ProducerCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var remaining: [Int]
+final class ProducerCount: Sendable {
+    private let remaining: Mutex<[Int]>
 
-    init(_ counts: [Int]) { remaining = counts }
+    init(_ counts: [Int]) { remaining = Mutex(counts) }
 
     /// One producer of `index` ended; true when it was the last.
     func finished(_ index: Int) -> Bool {
-        lock.withLock {
+        remaining.withLock { remaining in
             remaining[index] -= 1
             return remaining[index] == 0
         }
@@ -357,13 +357,12 @@ final class ProducerCount: @unchecked Sendable {
 }
 
 /// Collects what terminal stages give; artifacts go into the item's result.
-final class ArtifactCollector: OutputSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private var collected: [Artifact] = []
+final class ArtifactCollector: OutputSink, Sendable {
+    private let collected = Mutex<[Artifact]>([])
 
     func collect(_ payload: any Payload) {
-        if let artifact = payload as? Artifact { lock.withLock { collected.append(artifact) } }
+        if let artifact = payload as? Artifact { collected.withLock { $0.append(artifact) } }
     }
 
-    var artifacts: [Artifact] { lock.withLock { collected } }
+    var artifacts: [Artifact] { collected.withLock { $0 } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Every secret a process has in use (API keys from environment variables, key files and serve's
 /// clients), and the one place text passes through on its way out: stderr, logs, reports, JUnit,
@@ -12,11 +13,10 @@ import Foundation
 ///
 /// Thread-safe. Registered keys stay for the registry's life (a serve process keeps every client
 /// key it has seen, a few dozen bytes each).
-public final class Secrets: @unchecked Sendable {
-    private let lock = NSLock()
-    private var keys: Set<String> = []
-    /// Every form of every key to replace, longest first (a key holding another goes whole).
-    private var forms: [String] = []
+public final class Secrets: Sendable {
+    /// The keys, and every form of every key to replace, longest first (a key holding another
+    /// goes whole).
+    private let state = Mutex<(keys: Set<String>, forms: [String])>(([], []))
 
     public init() {}
 
@@ -38,20 +38,20 @@ public final class Secrets: @unchecked Sendable {
     /// Adds a key to redact from now on. Empty keys are ignored.
     public func register(_ key: String) {
         guard !key.isEmpty else { return }
-        lock.withLock {
-            guard keys.insert(key).inserted else { return }
-            var all = Set(forms)
+        state.withLock { state in
+            guard state.keys.insert(key).inserted else { return }
+            var all = Set(state.forms)
             all.formUnion(Self.forms(of: key))
-            forms = all.sorted { $0.utf8.count != $1.utf8.count ? $0.utf8.count > $1.utf8.count : $0 < $1 }
+            state.forms = all.sorted { $0.utf8.count != $1.utf8.count ? $0.utf8.count > $1.utf8.count : $0 < $1 }
         }
     }
 
     /// Whether no key is registered (nothing to redact).
-    public var isEmpty: Bool { lock.withLock { forms.isEmpty } }
+    public var isEmpty: Bool { state.withLock { $0.forms.isEmpty } }
 
     /// The text with every registered key replaced by `[redacted]`.
     public func redact(_ text: String) -> String {
-        let forms = lock.withLock { self.forms }
+        let forms = state.withLock { $0.forms }
         var out = text
         for form in forms where out.contains(form) {
             out = out.replacingOccurrences(of: form, with: Self.replacement)
@@ -62,7 +62,7 @@ public final class Secrets: @unchecked Sendable {
     /// The bytes with every registered key replaced: as text when they are UTF-8 without a NUL,
     /// else each occurrence overwritten with `*` (same length).
     public func redact(_ data: Data) -> Data {
-        let forms = lock.withLock { self.forms }
+        let forms = state.withLock { $0.forms }
         guard !forms.isEmpty else { return data }
         if !data.contains(0), let text = String(data: data, encoding: .utf8) {
             let clean = redact(text)

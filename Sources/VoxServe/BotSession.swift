@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import VoxCore
 
 /// The bot's session: whether it has joined a channel, which, and since when. `join-with-bot`
@@ -29,41 +30,40 @@ actor BotSession {
 
 /// Conversation memory per channel, for at most `limit` channels (the least recently used is
 /// forgotten first), so a long-running server's memory stays flat.
-final class Conversations: @unchecked Sendable {
-    private let lock = NSLock()
-    private var byChannel: [String: Conversation] = [:]
-    private var order: [String] = []
+final class Conversations: Sendable {
+    /// Each channel's conversation, and the channels from least to most recently used.
+    private let state = Mutex<(byChannel: [String: Conversation], order: [String])>(([:], []))
     let limit: Int
 
     init(limit: Int) { self.limit = max(1, limit) }
 
     /// The channel's conversation, made on first use.
     func conversation(for channel: String) -> Conversation {
-        lock.withLock {
-            if let found = byChannel[channel] {
-                if order.last != channel {
-                    order.removeAll { $0 == channel }
-                    order.append(channel)
+        state.withLock { s in
+            if let found = s.byChannel[channel] {
+                if s.order.last != channel {
+                    s.order.removeAll { $0 == channel }
+                    s.order.append(channel)
                 }
                 return found
             }
             let made = Conversation()
-            byChannel[channel] = made
-            order.append(channel)
-            if order.count > limit { byChannel.removeValue(forKey: order.removeFirst()) }
+            s.byChannel[channel] = made
+            s.order.append(channel)
+            if s.order.count > limit { s.byChannel.removeValue(forKey: s.order.removeFirst()) }
             return made
         }
     }
 
     /// Forgets a channel's conversation (its session ended).
     func forget(_ channel: String) {
-        lock.withLock {
-            byChannel.removeValue(forKey: channel)
-            order.removeAll { $0 == channel }
+        state.withLock { s in
+            s.byChannel.removeValue(forKey: channel)
+            s.order.removeAll { $0 == channel }
         }
     }
 
-    var count: Int { lock.withLock { byChannel.count } }
+    var count: Int { state.withLock { $0.byChannel.count } }
 }
 
 /// Pipeline requests at once: `limit` run, `queue` more wait their turn, the rest are refused.

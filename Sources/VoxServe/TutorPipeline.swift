@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import VoxCore
 import VoxDecode
 import VoxWrite
@@ -194,18 +195,21 @@ public final class TutorPipeline: Sendable {
 }
 
 /// Keeps what a turn's stages gave: transcripts, replies and speech, in order.
-final class TurnCollector: OutputSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private var transcripts: [Transcript] = []
-    private var replies: [String] = []
-    private var speech: [AudioChunk] = []
+final class TurnCollector: OutputSink, Sendable {
+    private struct Collected {
+        var transcripts: [Transcript] = []
+        var replies: [String] = []
+        var speech: [AudioChunk] = []
+    }
+
+    private let collected = Mutex(Collected())
 
     func collect(_ payload: any Payload) {
-        lock.withLock {
+        collected.withLock { c in
             switch payload {
-            case let transcript as Transcript: transcripts.append(transcript)
-            case let reply as Reply: replies.append(reply.text)
-            case let spoken as Speech: speech.append(spoken.audio)
+            case let transcript as Transcript: c.transcripts.append(transcript)
+            case let reply as Reply: c.replies.append(reply.text)
+            case let spoken as Speech: c.speech.append(spoken.audio)
             default: break
             }
         }
@@ -213,12 +217,12 @@ final class TurnCollector: OutputSink, @unchecked Sendable {
 
     /// The turn's answer; `text` is the transcription a text turn came with.
     func answer(text: String?) -> TutorPipeline.Answer {
-        lock.withLock {
-            let transcription = text ?? transcripts.map(\.text).joined(separator: " ")
+        collected.withLock { c in
+            let transcription = text ?? c.transcripts.map(\.text).joined(separator: " ")
             var audio: AudioChunk?
-            if var first = speech.first {
+            if var first = c.speech.first {
                 // A reply spoken in parts is one answer.
-                for part in speech.dropFirst() where part.format == first.format {
+                for part in c.speech.dropFirst() where part.format == first.format {
                     first.samples += part.samples
                     first.end += part.end - part.start
                 }
@@ -226,7 +230,7 @@ final class TurnCollector: OutputSink, @unchecked Sendable {
             }
             return TutorPipeline.Answer(
                 transcription: transcription.trimmingCharacters(in: .whitespacesAndNewlines),
-                reply: replies.joined(separator: " "), speech: audio, transcripts: transcripts)
+                reply: c.replies.joined(separator: " "), speech: audio, transcripts: c.transcripts)
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import Synchronization
 import VoxCore
 import VoxDecode
 
@@ -500,21 +501,19 @@ enum Deadline {
 }
 
 /// A continuation resumed by whichever comes first.
-final class ResumeOnce<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<T, any Error>?
-    private var done = false
+final class ResumeOnce<T: Sendable>: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, done: Bool)>((nil, false))
 
-    func set(_ continuation: CheckedContinuation<T, any Error>) { lock.withLock { self.continuation = continuation } }
+    func set(_ continuation: CheckedContinuation<T, any Error>) { state.withLock { $0.continuation = continuation } }
 
     /// True when this call resumed it.
     @discardableResult
     func resume(with result: Result<T, any Error>) -> Bool {
-        let taken: CheckedContinuation<T, any Error>? = lock.withLock {
-            guard !done else { return nil }
-            done = true
-            defer { continuation = nil }
-            return continuation
+        let taken: CheckedContinuation<T, any Error>? = state.withLock { state in
+            guard !state.done else { return nil }
+            state.done = true
+            defer { state.continuation = nil }
+            return state.continuation
         }
         taken?.resume(with: result)
         return taken != nil

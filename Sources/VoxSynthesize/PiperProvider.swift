@@ -6,7 +6,7 @@ import VoxCore
 /// Replies are phonemized by espeak-ng and spoken sentence by sentence, so the model's work (and
 /// memory) stays that of one sentence however long a reply is. One model per process, loaded at
 /// prepare and shared by every worker and stage. Noise is off: the same text gives the same samples.
-public final class PiperProvider: SpeechProvider, ProviderKind, @unchecked Sendable {
+public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
     public static let name = "piper"
     public static let summary =
         "Piper voices (sherpa-onnx, in-process), offline; 22.05 kHz mono for the installed voice."

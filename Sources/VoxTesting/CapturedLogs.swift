@@ -1,8 +1,9 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Log records kept in memory, for tests that assert what a stage logged.
-public final class CapturedLogs: @unchecked Sendable {
+public final class CapturedLogs: Sendable {
     /// One record: level, message and metadata (as text).
     public struct Record: Sendable, Equatable {
         public var level: Logger.Level
@@ -16,13 +17,12 @@ public final class CapturedLogs: @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()
-    private var kept: [Record] = []
+    private let kept = Mutex<[Record]>([])
 
     public init() {}
 
     /// Every record, in order.
-    public var records: [Record] { lock.withLock { kept } }
+    public var records: [Record] { kept.withLock { $0 } }
 
     /// A logger that keeps its records here (every level).
     public func logger(label: String = "voxpipe.test") -> Logger {
@@ -31,7 +31,7 @@ public final class CapturedLogs: @unchecked Sendable {
         return logger
     }
 
-    func append(_ record: Record) { lock.withLock { kept.append(record) } }
+    func append(_ record: Record) { kept.withLock { $0.append(record) } }
 
     struct Handler: LogHandler {
         let store: CapturedLogs

@@ -6,7 +6,7 @@ import VoxHTTP
 /// whisper.cpp server, speaches, LocalAI, …): each chunk goes up as a 16-bit WAV; word times
 /// come back where the server gives them (`verbose_json` with word timestamps). A chunk over
 /// the 25 MB upload limit is sent in parts.
-public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, @unchecked Sendable {
+public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, Sendable {
     public static let name = "openai"
     public static let summary =
         "POST {baseURL}/audio/transcriptions (OpenAI; tried: faster-whisper-server, whisper.cpp server)."
