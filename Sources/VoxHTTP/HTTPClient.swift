@@ -64,7 +64,7 @@ public final class HTTPClient: Sendable {
         while true {
             try Task.checkCancellation()
             let outcome: Result<HTTPResponse, any Error>
-            await limiter.acquire()
+            try await limiter.acquire()
             do {
                 outcome = .success(redacted(try await transport.perform(authorized)))
             } catch {
@@ -213,27 +213,25 @@ public final class HTTPClient: Sendable {
 
 func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.generalCategory == .control }
 
-/// Spaces requests to keep under a per-minute limit and caps those in flight.
+/// Spaces requests to keep under a per-minute limit and caps those in flight (with the one
+/// semaphore voxpipe's waits share, which hands a freed place straight to the next waiter).
 actor RateLimiter {
     let interval: Double
-    let maxInFlight: Int
     let clock: any VoxClock
     var next: Double
-    var inFlight = 0
-    var waiting: [CheckedContinuation<Void, Never>] = []
+    let inFlight: AsyncSemaphore
 
     init(perMinute: Double, maxInFlight: Int, clock: any VoxClock) {
         interval = perMinute > 0 ? 60 / perMinute : 0
-        self.maxInFlight = max(1, maxInFlight)
+        inFlight = AsyncSemaphore(permits: maxInFlight)
         self.clock = clock
         next = clock.now
     }
 
-    func acquire() async {
-        if inFlight >= maxInFlight {
-            await withCheckedContinuation { waiting.append($0) }
-        }
-        inFlight += 1
+    /// Waits for a place in flight and for the request's turn under the per-minute limit; throws
+    /// `CancellationError` when the task is cancelled while it waits for a place.
+    func acquire() async throws {
+        guard await inFlight.acquire() else { throw CancellationError() }
         if interval > 0 {
             let now = clock.now
             let start = max(now, next)
@@ -242,8 +240,5 @@ actor RateLimiter {
         }
     }
 
-    func release() {
-        inFlight -= 1
-        if !waiting.isEmpty { waiting.removeFirst().resume() }
-    }
+    func release() async { await inFlight.release() }
 }

@@ -66,39 +66,6 @@ final class Conversations: Sendable {
     var count: Int { state.withLock { $0.byChannel.count } }
 }
 
-/// Pipeline requests at once: `limit` run, `queue` more wait their turn, the rest are refused.
-actor Admission {
-    let limit: Int
-    let queue: Int
-    private var running = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    init(limit: Int, queue: Int) {
-        self.limit = max(1, limit)
-        self.queue = max(0, queue)
-    }
-
-    /// Takes a turn, waiting for one when all are taken; false when the queue is full too.
-    func enter() async -> Bool {
-        if running < limit {
-            running += 1
-            return true
-        }
-        guard waiting.count < queue else { return false }
-        // `leave` hands its turn straight to the first waiter.
-        await withCheckedContinuation { waiting.append($0) }
-        return true
-    }
-
-    func leave() {
-        if waiting.isEmpty {
-            running -= 1
-        } else {
-            waiting.removeFirst().resume()
-        }
-    }
-}
-
 /// One device's session, started by its `join-with-bot` and named by the cookie that join set:
 /// its channel (so its conversation), when it started, and the key its join brought (used with
 /// `allowClientKeys` only).

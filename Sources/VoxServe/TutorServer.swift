@@ -30,7 +30,9 @@ public final class TutorServer: Sendable {
     public let settings: ServeSettings
     let pipeline: TutorPipeline
     let metrics = ServeMetrics()
-    let admission: Admission
+    /// Pipeline requests at once: `concurrency` run, `queue` more wait their turn, the rest are refused.
+    let admission: AsyncSemaphore
+    let queue: Int
     /// The shared session: requests without a session cookie (and without a channel) talk on it.
     let session = BotSession()
     /// Each device's session, named by the cookie its join set.
@@ -51,7 +53,8 @@ public final class TutorServer: Sendable {
         self.pipeline = pipeline
         self.settings = settings
         self.logger = logger
-        admission = Admission(limit: settings.concurrency, queue: settings.queue)
+        admission = AsyncSemaphore(permits: settings.concurrency)
+        queue = max(0, settings.queue)
         conversations = Conversations(limit: settings.maxConversations)
         devices = DeviceSessions(limit: settings.maxConversations)
     }
@@ -267,10 +270,10 @@ public final class TutorServer: Sendable {
     func runPipeline(
         upload: URL?, channel: String, _ work: @escaping @Sendable () async throws -> TutorPipeline.Answer
     ) async throws -> TutorPipeline.Answer {
-        let admission = self.admission
+        let (admission, queue) = (self.admission, self.queue)
         let order = turnOrder
         let turn = Task { () async throws -> TutorPipeline.Answer in
-            guard await admission.enter() else {
+            guard await admission.acquire(queueLimit: queue) else {
                 throw ServeError(503, "overloaded", "the server is busy; try again shortly")
             }
             // Admitted first, so a busy server still refuses; the turn before it holds a place already.
@@ -282,11 +285,11 @@ public final class TutorServer: Sendable {
                 try Task.checkCancellation()
                 let answer = try await work()
                 await order.release(channel)
-                await admission.leave()
+                await admission.release()
                 return answer
             } catch {
                 await order.release(channel)
-                await admission.leave()
+                await admission.release()
                 throw error
             }
         }
