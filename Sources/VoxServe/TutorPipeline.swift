@@ -183,10 +183,12 @@ public final class TutorPipeline: Sendable {
 
     /// Encodes speech as a file of `encoding`'s format, at a rate its codec takes: written as
     /// `write-audio` writes a chunk (`AudioOutput`), so the answer is the file a batch run makes.
-    public func encode(_ speech: AudioChunk, as encoding: AudioEncoding) throws -> Data {
+    /// Off the cooperative pool: an m4a answer waits for ffmpeg.
+    public func encode(_ speech: AudioChunk, as encoding: AudioEncoding) async throws -> Data {
         let url = scratch.appendingPathComponent("speech-\(UUID().uuidString).\(encoding.format.ext)")
         defer { try? FileManager.default.removeItem(at: url) }
-        try AudioOutput(encoding: encoding, rateConversion: rateConversion).write(speech, to: url)
+        let output = AudioOutput(encoding: encoding, rateConversion: rateConversion)
+        try await offPool { try output.write(speech, to: url) }
         return try Data(contentsOf: url)
     }
 

@@ -201,7 +201,7 @@ extension TutorServer {
         guard let file = format.file else {
             return audio(try pipeline.pcm16(speech, rate: 24000), type: "audio/pcm")
         }
-        return audio(try pipeline.encode(speech, as: AudioEncoding(format: file)), type: file.mimeType)
+        return audio(try await pipeline.encode(speech, as: AudioEncoding(format: file)), type: file.mimeType)
     }
 
     func audio(_ data: Data, type: String) -> Response {

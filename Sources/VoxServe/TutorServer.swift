@@ -179,7 +179,7 @@ public final class TutorServer: Sendable {
         }
         return [
             "success": true, "transcription": answer.transcription, "reply": answer.reply,
-            "audio": try spoken(answer),
+            "audio": try await spoken(answer),
         ]
     }
 
@@ -194,7 +194,7 @@ public final class TutorServer: Sendable {
         let answer = try await runPipeline(upload: nil, channel: channel) {
             try await self.pipeline.answer(text: text, conversation: conversation)
         }
-        return ["success": true, "reply": answer.reply, "audio": try spoken(answer)]
+        return ["success": true, "reply": answer.reply, "audio": try await spoken(answer)]
     }
 
     /// Starts a session for the device (ending the one its cookie named) and sets its cookie; the
@@ -260,9 +260,9 @@ public final class TutorServer: Sendable {
     }
 
     /// The spoken reply, base64, in the configured format; "" when there was no reply to speak.
-    func spoken(_ answer: TutorPipeline.Answer) throws -> String {
+    func spoken(_ answer: TutorPipeline.Answer) async throws -> String {
         guard let speech = answer.speech, speech.frames > 0 else { return "" }
-        return try pipeline.encode(speech, as: settings.audio).base64EncodedString()
+        return try await pipeline.encode(speech, as: settings.audio).base64EncodedString()
     }
 
     /// Runs a pipeline turn when admitted, within the timeout; failures become `ServeError`s.

@@ -130,7 +130,8 @@ public struct WriteAudioStage: Stage {
                 }
                 if parts == nil && !chunk.continues {
                     let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext)
-                    try audio.write(chunk, to: temp)
+                    // Off the cooperative pool: an m4a file waits for ffmpeg.
+                    try await offPool { [audio] in try audio.write(chunk, to: temp) }
                     try await output.send(try item.outputs.artifact(for: temp))
                     continue
                 }
