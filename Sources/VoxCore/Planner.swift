@@ -372,7 +372,7 @@ public enum Planner {
                 let givers = registry.kinds.filter { $0.factsGiven.contains(fact) }.map(\.kind).joined(separator: ", ")
                 throw VoxError(
                     .invalidSpec,
-                    "stages[\(i)] '\(stage.id)': \(stage.kind.kind) records the item's \(fact.rawValue), which no "
+                    "stages[\(i)] '\(stage.id)': \(stage.kind.kind) records the item's \(fact.name), which no "
                         + "stage before it gives (\(givers.isEmpty ? "no kind does" : "given by: \(givers)"))"
                 )
             }

@@ -246,21 +246,21 @@ public struct Runner: Sendable {
             if let ledger = options.ledger, let input {
                 try ledger.record(
                     item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(),
-                    audioSeconds: context.facts.audioSeconds, warnings: warnings)
+                    audioSeconds: context.facts[.audioSeconds], warnings: warnings)
                 // Only now that the new manifest stands: what the old one listed and the new one
                 // does not (turn-0004… of a longer earlier run) goes.
                 if let previous { ledger.removeOutputs(of: previous, notIn: collector.artifacts, item: item) }
             }
             return ItemResult(
                 item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(),
-                audioSeconds: context.facts.audioSeconds, warnings: warnings)
+                audioSeconds: context.facts[.audioSeconds], warnings: warnings)
         } catch {
             outputs.discard()
             var failure = Self.failure(error, stage: "output", kind: "commit", item: item)
             if Task.isCancelled { failure.reason = "interrupted" }
             return ItemResult(
                 item: item, status: .failed, failure: failure, seconds: elapsed(),
-                audioSeconds: context.facts.audioSeconds)
+                audioSeconds: context.facts[.audioSeconds])
         }
     }
 

@@ -34,9 +34,11 @@ import VoxTesting
 
     var facts: ItemFacts {
         let facts = ItemFacts()
-        facts.report = ["reportId": "R-7", "reportedAt": "2026-11-20T18:04:05Z", "reportedUser": "bob"]
-        facts.sourceFormat = AudioFormat(sampleRate: 44100, channels: 2)
-        facts.audioSeconds = 12.345_678_9
+        facts[.moderationReport] = ModerationReport(fields: [
+            "reportId": "R-7", "reportedAt": "2026-11-20T18:04:05Z", "reportedUser": "bob",
+        ])
+        facts[.sourceFormat] = AudioFormat(sampleRate: 44100, channels: 2)
+        facts[.audioSeconds] = 12.345_678_9
         return facts
     }
 
