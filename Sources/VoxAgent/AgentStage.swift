@@ -65,11 +65,16 @@ public struct AgentStage: Stage {
             catalog: catalog, language: options.string("language"), currency: options.string("currency") ?? "USD")
     }
 
-    /// The provider (and model), and the record types (which `write-records` writes a file for each).
+    /// The provider (and model), and the record types, for provenance records.
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
         var out = configuration.provider.provenance
         out["recordTypes"] = .array(configuration.catalog.types.map { .string($0.name) })
         return out
+    }
+
+    /// The record types its turns save, for the stages it feeds (`write-records` writes a file for each).
+    public static func declarations(_ configuration: Configuration) -> StageDeclarations {
+        StageDeclarations().declaring(.recordTypes, configuration.catalog.types.map(\.name))
     }
 
     /// The record schemas decide what is saved: a changed schema redoes the items.

@@ -99,12 +99,13 @@ public struct Runner: Sendable {
     ) async throws -> Runner {
         var stages: [any StageRunner] = []
         let lookbacks = plan.lookbacks
-        let provenance = plan.provenance
+        let planned = plan.plannedStages
         for node in plan.nodes {
             do {
                 var nodeContext = context
                 nodeContext.lookback = lookbacks[node.index]
-                nodeContext.provenance.stages = provenance
+                nodeContext.provenance.stages = planned
+                nodeContext.upstream = node.parents.map { planned[$0] }
                 let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
                 if prepareStages { try await stage.prepare() }
                 stages.append(stage)

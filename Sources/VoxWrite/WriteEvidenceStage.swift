@@ -207,8 +207,8 @@ public struct WriteEvidenceStage: Stage {
                 "encoding": "PCM 16-bit little-endian",
                 "frames": .number(Double(pcmFrames)), "pcmSHA256": .string(pcmSHA),
             ],
-            "resampler": .array(provenance.stages(ofKind: "resample")),
-            "provenance": .array(provenance.stages),
+            "resampler": .array(provenance.records(declaring: .resampling)),
+            "provenance": .array(provenance.records),
             "software": .object(provenance.software.mapValues(JSONValue.string)),
             "spec": [
                 "sha256": provenance.specFingerprint.map(JSONValue.string) ?? .null,

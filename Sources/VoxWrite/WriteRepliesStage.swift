@@ -64,8 +64,8 @@ public struct WriteRepliesStage: Stage {
         secrets = context.secrets
         self.configuration = configuration
         audioExtension =
-            context.provenance.stages.first { $0.objectValue?["id"]?.stringValue == configuration.audioFrom }?
-            .objectValue?["format"]?.stringValue ?? "wav"
+            context.provenance.stages.first { $0.id == configuration.audioFrom }?.provenance?["format"]?.stringValue
+            ?? "wav"
     }
 
     struct Turn: Encodable {

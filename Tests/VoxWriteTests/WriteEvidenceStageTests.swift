@@ -11,7 +11,13 @@ import VoxTesting
     let evidence = AudioFormat(sampleRate: 48000, channels: 1)
     let provenance = Provenance(
         spec: ["name": "moderation", "stages": [["id": "mono48k", "kind": "resample"]]], specFingerprint: "f00d",
-        software: ["voxpipe": "9.9-test"], stages: [["id": "mono48k", "kind": "resample", "rate": 48000]])
+        software: ["voxpipe": "9.9-test"],
+        stages: [
+            PlannedStage(
+                id: "mono48k", kind: "resample",
+                declarations: StageDeclarations().declaring(.resampling, StreamFormat(sampleRate: 48000)),
+                provenance: ["rate": 48000])
+        ])
 
     /// The upload, as the item's input file: bytes write-evidence copies and hashes, not decodes.
     func upload(in dir: URL) throws -> InputFile {
