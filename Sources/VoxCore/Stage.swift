@@ -47,7 +47,7 @@ public protocol Stage: Sendable {
     static func identityFiles(_ configuration: Configuration) -> [URL]
 
     /// What the stage contributes to an item's provenance — engine, quality, model, library
-    /// versions — as a JSON object. The plan collects every stage's (`Plan.provenance`) and hands
+    /// versions — as a JSON object. The plan collects every stage's (`Plan.plannedStages`) and hands
     /// them to stages that keep records (`StageContext.provenance`), so a recorder never reads
     /// another stage's options. The default contributes nothing.
     static func provenance(_ configuration: Configuration) -> [String: JSONValue]?
