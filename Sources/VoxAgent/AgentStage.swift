@@ -65,11 +65,16 @@ public struct AgentStage: Stage {
             catalog: catalog, language: options.string("language"), currency: options.string("currency") ?? "USD")
     }
 
-    /// The provider (and model), and the record types (which `write-records` writes a file for each).
+    /// The provider (and model), and the record types, for provenance records.
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
         var out = configuration.provider.provenance
         out["recordTypes"] = .array(configuration.catalog.types.map { .string($0.name) })
         return out
+    }
+
+    /// The record types its turns save, for the stages it feeds (`write-records` writes a file for each).
+    public static func declarations(_ configuration: Configuration) -> StageDeclarations {
+        StageDeclarations().declaring(.recordTypes, configuration.catalog.types.map(\.name))
     }
 
     /// The record schemas decide what is saved: a changed schema redoes the items.
@@ -78,7 +83,7 @@ public struct AgentStage: Stage {
     }
 
     /// The session sidecar: language, the session's date (for "on Monday").
-    public static let factsUsed: [ItemFact] = [.report]
+    public static let factsUsed = ItemFact.list(.session)
 
     public let id: String
     let configuration: Configuration
@@ -98,7 +103,7 @@ public struct AgentStage: Stage {
         // the last turn.
         var held: (turn: AgentTurn, tools: Toolbox)?
         for try await transcript in input where !transcript.text.allSatisfy(\.isWhitespace) {
-            var current = session ?? newSession(item.facts.report ?? [:], first: transcript)
+            var current = session ?? newSession(item.facts[.session], first: transcript)
             let before = current.agent
             let tools = Toolbox(catalog: configuration.catalog, item: item.item.displayName, turn: current.turns)
             let answer = try await provider.respond(
@@ -123,12 +128,9 @@ public struct AgentStage: Stage {
     }
 
     /// A session from the sidecar's fields: its language and date.
-    func newSession(_ sidecar: [String: JSONValue], first: Transcript) -> AgentSession {
-        let language =
-            configuration.language ?? sidecar["language"]?.stringValue ?? first.language ?? "en"
-        let date = ["startedAt", "recordedAt", "recordingStartedAt", "date"].lazy.compactMap {
-            sidecar[$0]?.stringValue.flatMap(Self.day)
-        }.first
+    func newSession(_ sidecar: SessionSidecar?, first: Transcript) -> AgentSession {
+        let language = configuration.language ?? sidecar?.language ?? first.language ?? "en"
+        let date = (sidecar?.dates ?? []).lazy.compactMap(Self.day).first
         return AgentSession(
             agent: configuration.agent ?? .triage, language: language, referenceDate: date,
             currency: configuration.currency)

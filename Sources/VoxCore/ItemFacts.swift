@@ -1,47 +1,43 @@
 import Foundation
 
-/// A fact about an item that one stage learns while it runs and other stages record. Stages
-/// declare which they give (`Stage.factsGiven`) and which they use (`Stage.factsUsed`); the
-/// planner checks that every fact a stage uses is given by a stage upstream of it, so the
-/// coupling is in the declarations and checked when the spec loads, not hidden in the code.
-public enum ItemFact: String, Sendable, CaseIterable {
+/// An item fact's typed key: `facts[.sourceFormat]` is an `AudioFormat?`. Keys for facts several
+/// stage modules share are declared in VoxCore (no stage module imports another).
+public typealias ItemFactKey<Value: Sendable> = TypedKey<ItemFacts, Value>
+
+/// A fact about an item that one stage learns while it runs and other stages record, named with
+/// its type erased. Stages declare which they give (`Stage.factsGiven`) and which they use
+/// (`Stage.factsUsed`); the planner checks that every fact a stage uses is given by a stage
+/// upstream of it, so the coupling is in the declarations and checked when the spec loads, not
+/// hidden in the code.
+public typealias ItemFact = AnyTypedKey<ItemFacts>
+
+extension ItemFactKey where Value == AudioFormat {
     /// The source file's own rate and channel count.
-    case sourceFormat
-    /// The audio's length in seconds (also what the runner reports and the ledger keeps), and
-    /// where decode cut it when the sidecar's `maxDurationMinutes` is shorter (`cutAt`).
-    case audioSeconds
-    /// The upload's sidecar fields (a moderation report, a voice session), when it has one.
-    case report
+    public static var sourceFormat: Self { Self("sourceFormat") }
 }
 
-/// The facts the runner keeps for one item (`ItemContext.facts`): set by the stage that gives
-/// each before it sends anything downstream, read by stages that use them, and by the runner
-/// (the audio length for reports and the ledger). Each is set at most once per item.
+extension ItemFactKey where Value == Double {
+    /// The audio's length in seconds (also what the runner reports and the ledger keeps).
+    public static var audioSeconds: Self { Self("audioSeconds") }
+    /// Where decode cut the audio because the session sidecar's `maxDurationMinutes` ended the
+    /// session, in seconds: given with `audioSeconds`, when the audio was cut.
+    public static var cutAt: Self { Self("cutAt") }
+}
+
+/// The facts the runner keeps for one item (`ItemContext.facts`), by typed key: set by the stage
+/// that gives each before it sends anything downstream, read by stages that use them, and by the
+/// runner (the audio length for reports and the ledger).
 public final class ItemFacts: @unchecked Sendable {
     private let lock = NSLock()
-    private var _audioSeconds: Double?
-    private var _report: [String: JSONValue]?
-    private var _sourceFormat: AudioFormat?
-    private var _cutAt: Double?
+    private var values = TypedValues<ItemFacts>()
     private var _warnings: [ItemWarning] = []
 
     public init() {}
 
-    public var audioSeconds: Double? {
-        get { lock.withLock { _audioSeconds } }
-        set { lock.withLock { _audioSeconds = newValue } }
-    }
-
-    /// The report sidecar's fields (every one it has), when the upload has one.
-    public var report: [String: JSONValue]? {
-        get { lock.withLock { _report } }
-        set { lock.withLock { _report = newValue } }
-    }
-
-    /// Where decode stopped because the sidecar's `maxDurationMinutes` ended the session.
-    public var cutAt: Double? {
-        get { lock.withLock { _cutAt } }
-        set { lock.withLock { _cutAt = newValue } }
+    /// The fact `key` names, when a stage has given it.
+    public subscript<Value>(_ key: ItemFactKey<Value>) -> Value? {
+        get { lock.withLock { values[key] } }
+        set { lock.withLock { values[key] = newValue } }
     }
 
     /// What stages noticed about the item without failing it, in the order noticed.
@@ -50,11 +46,6 @@ public final class ItemFacts: @unchecked Sendable {
     /// Records a warning: the runner prints it, and it goes into the report and the manifest;
     /// with `--strict` (or the spec's `"strict": true`) it fails the item.
     public func warn(_ warning: ItemWarning) { lock.withLock { _warnings.append(warning) } }
-
-    public var sourceFormat: AudioFormat? {
-        get { lock.withLock { _sourceFormat } }
-        set { lock.withLock { _sourceFormat = newValue } }
-    }
 }
 
 /// Something a stage noticed about an item that did not fail it, as a truncated file: the stage,

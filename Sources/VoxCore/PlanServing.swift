@@ -15,9 +15,10 @@ extension Plan {
         let kept = nodes.filter { !dropped.contains($0.index) }
         let newIndex = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1.index, $0) })
         let served = kept.map { node in
-            Node(
-                index: newIndex[node.index] ?? 0, id: node.id, kind: node.kind,
-                configuration: node.kind.oneTurn(node.configuration, maxSeconds),
+            let configuration = node.kind.oneTurn(node.configuration, maxSeconds)
+            return Node(
+                index: newIndex[node.index] ?? 0, id: node.id, kind: node.kind, configuration: configuration,
+                declarations: node.kind.declarations(configuration),
                 parents: node.parents.compactMap { newIndex[$0] }, children: node.children.compactMap { newIndex[$0] },
                 inputType: node.inputType, inputFormat: node.inputFormat, outputFormat: node.outputFormat)
         }

@@ -9,6 +9,8 @@ public struct Plan: Sendable {
         public let id: String
         public let kind: StageKind
         public let configuration: any Sendable
+        /// What it declares about itself (`Stage.declarations`), for the stages it feeds.
+        public let declarations: StageDeclarations
         /// The stages it reads from (merged into one input); empty for the root, which reads the
         /// input file.
         public let parents: [Int]
@@ -48,13 +50,13 @@ public struct Plan: Sendable {
         nodes.first { $0.parents.isEmpty }?.kind.inputExtensions ?? InputListing.audioExtensions
     }
 
-    /// What each stage declares about itself for provenance records, in plan order, each with
-    /// its `id` and `kind`.
-    public var provenance: [JSONValue] {
-        nodes.compactMap { node in
-            node.kind.provenance(node.configuration).map { facts in
-                .object(facts.merging(["id": .string(node.id), "kind": .string(node.kind.kind)]) { _, b in b })
-            }
+    /// Every stage as the others see it, in plan order: what it declares (`Stage.declarations`)
+    /// and what it contributes to provenance records.
+    public var plannedStages: [PlannedStage] {
+        nodes.map { node in
+            PlannedStage(
+                id: node.id, kind: node.kind.kind, declarations: node.declarations,
+                provenance: node.kind.provenance(node.configuration))
         }
     }
 
@@ -352,11 +354,12 @@ public enum Planner {
             }
             nodes.append(
                 Plan.Node(
-                    index: i, id: stage.id, kind: stage.kind, configuration: stage.configuration, parents: parents[i],
-                    children: [],
+                    index: i, id: stage.id, kind: stage.kind, configuration: stage.configuration,
+                    declarations: stage.kind.declarations(stage.configuration), parents: parents[i], children: [],
                     inputType: inputType, inputFormat: .source, outputFormat: .source))
         }
         for i in nodes.indices { for p in parents[i] { nodes[p].children.append(i) } }
+        try checkDeclarations(nodes, explicitFrom: parsed.map { $0.from != nil })
 
         let partial = Plan(name: "", nodes: nodes, canonicalSpec: Data(), referencedFiles: [], spec: .null)
         let order = partial.topologicalOrder.map(\.index)
@@ -372,7 +375,7 @@ public enum Planner {
                 let givers = registry.kinds.filter { $0.factsGiven.contains(fact) }.map(\.kind).joined(separator: ", ")
                 throw VoxError(
                     .invalidSpec,
-                    "stages[\(i)] '\(stage.id)': \(stage.kind.kind) records the item's \(fact.rawValue), which no "
+                    "stages[\(i)] '\(stage.id)': \(stage.kind.kind) records the item's \(fact.name), which no "
                         + "stage before it gives (\(givers.isEmpty ? "no kind does" : "given by: \(givers)"))"
                 )
             }
@@ -403,8 +406,22 @@ public enum Planner {
         return plan
     }
 
-    /// Throws for the first cycle among the `from` edges (`parents`), found by one depth-first
-    /// walk over every stage: reaching a stage that is still on the walk closes a cycle.
+    /// Every stage reads from stages that declare what it needs (`Stage.declarationsUsed`); the
+    /// error names the `from` edge (`stages[i]` where `from` is the stage before, by default).
+    static func checkDeclarations(_ nodes: [Plan.Node], explicitFrom: [Bool]) throws {
+        for node in nodes {
+            for needed in node.kind.declarationsUsed {
+                for p in node.parents where !nodes[p].declarations.declares(needed) {
+                    let path = explicitFrom[node.index] ? "stages[\(node.index)].from" : "stages[\(node.index)]"
+                    throw VoxError(
+                        .invalidSpec,
+                        "\(path): \(node.kind.kind) needs \(needed) declared by every stage it reads from, but "
+                            + "'\(nodes[p].id)' (\(nodes[p].kind.kind)) declares none (stage '\(node.id)')")
+                }
+            }
+        }
+    }
+
     /// Every option naming another stage (`OptionSpec.Kind.stage`) names one of the spec, of a
     /// kind it accepts; the error gives the JSON path.
     static func checkStageReferences(_ stages: [(id: String, kind: StageKind)], options: [[String: JSONValue]]) throws {
@@ -433,6 +450,8 @@ public enum Planner {
         }
     }
 
+    /// Throws for the first cycle among the `from` edges (`parents`), found by one depth-first
+    /// walk over every stage: reaching a stage that is still on the walk closes a cycle.
     static func checkAcyclic(_ parents: [[Int]], ids: [String]) throws {
         enum Mark { case new, onWalk, done }
         var marks = [Mark](repeating: .new, count: parents.count)

@@ -100,12 +100,13 @@ public struct Runner: Sendable {
     ) async throws -> Runner {
         var stages: [any StageRunner] = []
         let lookbacks = plan.lookbacks
-        let provenance = plan.provenance
+        let planned = plan.plannedStages
         for node in plan.nodes {
             do {
                 var nodeContext = context
                 nodeContext.lookback = lookbacks[node.index]
-                nodeContext.provenance.stages = provenance
+                nodeContext.provenance.stages = planned
+                nodeContext.upstream = node.parents.map { planned[$0] }
                 let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
                 if prepareStages { try await stage.prepare() }
                 stages.append(stage)
@@ -247,21 +248,21 @@ public struct Runner: Sendable {
             if let ledger = options.ledger, let input {
                 try ledger.record(
                     item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(),
-                    audioSeconds: context.facts.audioSeconds, warnings: warnings)
+                    audioSeconds: context.facts[.audioSeconds], warnings: warnings)
                 // Only now that the new manifest stands: what the old one listed and the new one
                 // does not (turn-0004… of a longer earlier run) goes.
                 if let previous { ledger.removeOutputs(of: previous, notIn: collector.artifacts, item: item) }
             }
             return ItemResult(
                 item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(),
-                audioSeconds: context.facts.audioSeconds, warnings: warnings)
+                audioSeconds: context.facts[.audioSeconds], warnings: warnings)
         } catch {
             outputs.discard()
             var failure = Self.failure(error, stage: "output", kind: "commit", item: item)
             if Task.isCancelled { failure.reason = "interrupted" }
             return ItemResult(
                 item: item, status: .failed, failure: failure, seconds: elapsed(),
-                audioSeconds: context.facts.audioSeconds)
+                audioSeconds: context.facts[.audioSeconds])
         }
     }
 

@@ -47,10 +47,22 @@ public protocol Stage: Sendable {
     static func identityFiles(_ configuration: Configuration) -> [URL]
 
     /// What the stage contributes to an item's provenance — engine, quality, model, library
-    /// versions — as a JSON object. The plan collects every stage's (`Plan.provenance`) and hands
+    /// versions — as a JSON object. The plan collects every stage's (`Plan.plannedStages`) and hands
     /// them to stages that keep records (`StageContext.provenance`), so a recorder never reads
     /// another stage's options. The default contributes nothing.
     static func provenance(_ configuration: Configuration) -> [String: JSONValue]?
+
+    /// What the stage declares about itself, typed, for the stages it feeds and the records a run
+    /// keeps: an agent its record types (`.recordTypes`), a resampler the format it gives
+    /// (`.resampling`). The plan hands each stage the declarations of the stages it reads from
+    /// (`StageContext.upstream`) and every stage's (`Provenance.stages`), so no stage looks
+    /// another up by kind string. The default declares nothing.
+    static func declarations(_ configuration: Configuration) -> StageDeclarations
+
+    /// What this stage needs declared by every stage it reads from (`write-records`: their
+    /// `.recordTypes`); the planner checks each does, and names the `from` edge when one does not.
+    /// The default is none.
+    static var declarationsUsed: [StageDeclaration] { get }
 
     /// For a first stage: the file extensions it reads, which decide what folders given as INPUT
     /// are searched for. The default is audio (`InputListing.audioExtensions`).
@@ -87,6 +99,8 @@ extension Stage {
     public static func demand(_ configuration: Configuration) -> StreamDemand { .whole }
     public static func identityFiles(_ configuration: Configuration) -> [URL] { [] }
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { nil }
+    public static func declarations(_ configuration: Configuration) -> StageDeclarations { StageDeclarations() }
+    public static var declarationsUsed: [StageDeclaration] { [] }
     public static var inputExtensions: Set<String> { InputListing.audioExtensions }
     public static func oneTurn(_ configuration: Configuration, maxSeconds: Double) -> Configuration { configuration }
     public static var factsGiven: [ItemFact] { [] }
@@ -170,6 +184,9 @@ public struct StageContext: Sendable {
     public var lookback: Double?
     /// What stages that keep records (write-evidence) record about how the run was made.
     public var provenance: Provenance
+    /// The stages this one reads from (its `from` edges), in that order, each with what it
+    /// declares: set by the runner from the plan, which checked `Stage.declarationsUsed` on them.
+    public var upstream: [PlannedStage] = []
     /// File digests computed in this run, shared by every stage and the ledger.
     public var digests: DigestCache
     /// Whether HTTP providers record or replay their exchanges.
@@ -197,20 +214,20 @@ public struct StageContext: Sendable {
 }
 
 /// How a run was made, for records that must say so (evidence): the spec and its fingerprint,
-/// the software's versions, and what each stage declared (`Stage.provenance`, collected by the
-/// plan; the runner fills `stages` in).
+/// the software's versions, and every stage of the plan with what it declared (`Stage.provenance`
+/// and `Stage.declarations`, collected by the plan; the runner fills `stages` in).
 public struct Provenance: Sendable {
     /// The spec as loaded (canonical form) and its fingerprint (part of every item key).
     public var spec: JSONValue?
     public var specFingerprint: String?
     /// Versions by name: voxpipe and its libraries.
     public var software: [String: String]
-    /// Every stage's declared provenance, in plan order, each with its `id` and `kind`.
-    public var stages: [JSONValue]
+    /// Every stage of the plan, in plan order.
+    public var stages: [PlannedStage]
 
     public init(
         spec: JSONValue? = nil, specFingerprint: String? = nil, software: [String: String] = [:],
-        stages: [JSONValue] = []
+        stages: [PlannedStage] = []
     ) {
         self.spec = spec
         self.specFingerprint = specFingerprint
@@ -218,9 +235,14 @@ public struct Provenance: Sendable {
         self.stages = stages
     }
 
-    /// The declared provenance of the stages of one kind.
-    public func stages(ofKind kind: String) -> [JSONValue] {
-        stages.filter { $0.objectValue?["kind"]?.stringValue == kind }
+    /// The provenance records of the stages that contribute one, in plan order, each with its
+    /// `id` and `kind`.
+    public var records: [JSONValue] { stages.compactMap(\.record) }
+
+    /// The provenance records of the stages that declare `key` (evidence: the stages in the
+    /// `.resampling` role), in plan order.
+    public func records<Value>(declaring key: StageDeclarationKey<Value>) -> [JSONValue] {
+        stages.filter { $0.declarations.declares(key.erased) }.compactMap(\.record)
     }
 }
 

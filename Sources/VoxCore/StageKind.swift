@@ -12,6 +12,8 @@ public struct StageKind: Sendable {
     /// What a first stage of this kind reads, by extension.
     public let inputExtensions: Set<String>
     public let factsUsed: [ItemFact]
+    /// What a stage of this kind needs declared by every stage it reads from.
+    public let declarationsUsed: [StageDeclaration]
     let configure: @Sendable (StageOptions) throws -> any Sendable
     let outputFormat: @Sendable (any Sendable, StreamFormat) throws -> StreamFormat
     let instantiate: @Sendable (String, any Sendable, StageContext) throws -> any StageRunner
@@ -21,6 +23,7 @@ public struct StageKind: Sendable {
     let identityFiles: @Sendable (any Sendable) -> [URL]
     let provenance: @Sendable (any Sendable) -> [String: JSONValue]?
     let oneTurn: @Sendable (any Sendable, Double) -> any Sendable
+    let declarations: @Sendable (any Sendable) -> StageDeclarations
 
     public init<S: Stage>(_ type: S.Type) {
         kind = S.kind
@@ -31,6 +34,7 @@ public struct StageKind: Sendable {
         factsGiven = S.factsGiven
         inputExtensions = S.inputExtensions
         factsUsed = S.factsUsed
+        declarationsUsed = S.declarationsUsed
         configure = { try S.configure($0) }
         outputFormat = { configuration, input in
             guard let c = configuration as? S.Configuration else {
@@ -46,6 +50,9 @@ public struct StageKind: Sendable {
         provenance = { configuration in (configuration as? S.Configuration).flatMap(S.provenance) }
         oneTurn = { configuration, seconds in
             (configuration as? S.Configuration).map { S.oneTurn($0, maxSeconds: seconds) } ?? configuration
+        }
+        declarations = { configuration in
+            (configuration as? S.Configuration).map(S.declarations) ?? StageDeclarations()
         }
         demand = { configuration in (configuration as? S.Configuration).map(S.demand) ?? .whole }
         plannedOutputs = { configuration, id, input in

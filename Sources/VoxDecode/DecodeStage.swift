@@ -99,8 +99,9 @@ public struct DecodeStage: Stage {
             debounceSeconds: options.double("debounceSeconds") ?? 10)
     }
 
-    /// The source's format and length, and the report sidecar's fields.
-    public static let factsGiven: [ItemFact] = [.sourceFormat, .audioSeconds, .report]
+    /// The source's format and length (and where a session's end cut it), and the sidecar read
+    /// both ways: as a moderation report and as a voice session.
+    public static let factsGiven = ItemFact.list(.sourceFormat, .audioSeconds, .cutAt, .moderationReport, .session)
 
     /// An upload becomes several items: with `channels: split`, one per channel, named
     /// `seat<N>-<user>` from the sidecar's seat map (`channel<N>` where it names nobody; with
@@ -246,8 +247,9 @@ public struct DecodeStage: Stage {
             if configuration.split && file.track == nil {
                 throw DecodeError(.unreadable, "channels \"split\" needs the item's tracks (run it through the runner)")
             }
-            item.facts.report = try Self.loadSidecar(for: file, policy: configuration.sidecar, logger: item.logger)?
-                .fields
+            let sidecar = try Self.loadSidecar(for: file, policy: configuration.sidecar, logger: item.logger)
+            item.facts[.moderationReport] = sidecar.map { ModerationReport(fields: $0.fields) }
+            item.facts[.session] = sidecar.map { SessionSidecar(fields: $0.fields) }
             try await decode(file, into: output, facts: item.facts)
         }
     }
@@ -264,8 +266,8 @@ public struct DecodeStage: Stage {
         if source.format.channels < 1, let why = FileSniffer.diagnose(file.url) { throw DecodeError(.unreadable, why) }
         try check(source.format, frames: source.frames)
         let rate = source.format.sampleRate
-        facts.audioSeconds = source.frames.map { Double($0) / Double(rate) }
-        facts.sourceFormat = source.format
+        facts[.audioSeconds] = source.frames.map { Double($0) / Double(rate) }
+        facts[.sourceFormat] = source.format
         if let track = file.track, track.channel >= source.format.channels {
             throw DecodeError(
                 .outOfBounds,
@@ -296,7 +298,7 @@ public struct DecodeStage: Stage {
         }
         // A session sidecar's `maxDurationMinutes`: audio beyond it is not decoded.
         var cut = false
-        if endFrame == nil, let minutes = facts.report?["maxDurationMinutes"]?.numberValue, minutes > 0 {
+        if endFrame == nil, let minutes = facts[.session]?.maxDurationMinutes, minutes > 0 {
             let limit = Int64((minutes * 60 * Double(rate)).rounded())
             if source.frames.map({ $0 > limit }) ?? true {
                 endFrame = limit
@@ -321,12 +323,12 @@ public struct DecodeStage: Stage {
             if samples.isEmpty { break }
         }
         if source.frames == nil || file.window != nil || cut {
-            facts.audioSeconds = Double(offset - firstFrame) / Double(rate)
+            facts[.audioSeconds] = Double(offset - firstFrame) / Double(rate)
         }
         // Read to the end: fewer frames than the header promised is a truncated file (sox says
         // "Premature EOF"). The item goes on with what there is, and says so.
         if let promised = source.promisedFrames, endFrame == nil, file.window == nil, offset < promised {
-            facts.audioSeconds = Double(offset) / Double(rate)
+            facts[.audioSeconds] = Double(offset) / Double(rate)
             facts.warn(
                 ItemWarning(
                     stage: id, kind: Self.kind,
@@ -336,7 +338,7 @@ public struct DecodeStage: Stage {
         }
         if let endFrame, file.window == nil, cut || offset >= endFrame {
             let seconds = Double(endFrame) / Double(rate)
-            facts.cutAt = seconds
+            facts[.cutAt] = seconds
             logger.warning(
                 "\(file.displayName): decode: the session runs past its maxDurationMinutes; cut at \(Int(seconds)) s",
                 metadata: ["stage.id": .string(id)])

@@ -32,7 +32,7 @@ public struct ReadTextStage: Stage {
     public static let inputExtensions: Set<String> = ["txt", "json"]
 
     /// The sidecar `X.json` beside a `X.txt` input (a voice session's type, language, device).
-    public static let factsGiven: [ItemFact] = [.report]
+    public static let factsGiven = ItemFact.list(.session)
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
         Configuration(language: options.string("language"), maxBytes: options.int("maxBytes") ?? 16_777_216)
@@ -45,8 +45,9 @@ public struct ReadTextStage: Stage {
     public func run(_ input: Inbox<InputFile>, _ output: Outbox<Transcript>, _ item: ItemContext) async throws {
         for try await file in input {
             if file.sidecarURL.standardizedFileURL != file.url.standardizedFileURL {
-                item.facts.report =
-                    try DecodeStage.loadSidecar(for: file, policy: .optional, logger: item.logger)?.fields
+                item.facts[.session] =
+                    try DecodeStage.loadSidecar(for: file, policy: .optional, logger: item.logger)
+                    .map { SessionSidecar(fields: $0.fields) }
             }
             for transcript in try read(file) { try await output.send(transcript) }
         }

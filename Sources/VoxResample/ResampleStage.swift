@@ -101,6 +101,12 @@ public struct ResampleStage: Stage {
         return facts
     }
 
+    /// The `.resampling` role, with the format it gives: how evidence finds the run's resamplers.
+    public static func declarations(_ configuration: Configuration) -> StageDeclarations {
+        StageDeclarations().declaring(
+            .resampling, StreamFormat(sampleRate: configuration.rate, channels: configuration.channels))
+    }
+
     public static var libraryVersions: [String: String] {
         ["libsoxr": SoxrEngine.version, "libsamplerate": SampleRateEngine.version]
     }

@@ -14,15 +14,16 @@ public struct StageHarness<S: Stage> {
     /// Everything the stage logged, at every level, in order.
     public let logs: CapturedLogs
 
-    /// Configures the stage from spec options, as a spec would. `provenance` is what a plan would
-    /// tell the stage about the run (the stages around it: an agent's record types, a resampler);
-    /// `secrets` the keys in use, which writers redact.
+    /// Configures the stage from spec options, as a spec would. `upstream` is what a plan would
+    /// tell the stage about the stages it reads from (an agent's record types); `provenance` about
+    /// the run (its spec, software, and every stage: a resampler); `secrets` the keys in use,
+    /// which writers redact.
     public init(
         _ type: S.Type, id: String = "stage", options: [String: JSONValue] = [:],
         outputDirectory: URL? = nil, item: InputFile? = nil, baseDirectory: URL? = nil,
         rateConversion: (any RateConversion)? = nil,
         httpTransport: (any HTTPTransport)? = nil, clock: (any VoxClock)? = nil, engines: EngineCache? = nil,
-        provenance: Provenance? = nil, secrets: Secrets? = nil
+        upstream: [PlannedStage] = [], provenance: Provenance? = nil, secrets: Secrets? = nil
     ) throws {
         let base = baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         let configuration = try S.configure(
@@ -33,6 +34,7 @@ public struct StageHarness<S: Stage> {
         context.httpTransport = httpTransport
         if let clock { context.clock = clock }
         if let engines { context.engines = engines }
+        context.upstream = upstream
         if let provenance { context.provenance = provenance }
         if let secrets { context.secrets = secrets }
         stage = try S(id: id, configuration: configuration, context: context)

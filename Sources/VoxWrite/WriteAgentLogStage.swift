@@ -22,7 +22,7 @@ public struct WriteAgentLogStage: Stage {
         ["\(id).jsonl"]
     }
     /// The sidecar's fields go into the header.
-    public static let factsUsed: [ItemFact] = [.report]
+    public static let factsUsed = ItemFact.list(.session)
 
     public let id: String
     /// Redacts every key in use from what this writer writes.
@@ -83,14 +83,14 @@ public struct WriteAgentLogStage: Stage {
             first = first ?? turn.handoff?.from ?? turn.agent
             lines += Self.messages(turn)
         }
-        var session: [String: JSONValue] = item.facts.report ?? [:]
+        var session = item.facts[.session]?.fields ?? [:]
         session["input"] = .string(item.item.displayName)
         var header: [String: JSONValue] = [
             "type": "session_update", "session": .object(session), "agent": .string(first ?? "triage"),
             "start": 0, "end": 0,
             "turns": .number(Double(lines.filter { $0.objectValue?["type"] == "agent_response" }.count)),
         ]
-        if let cut = item.facts.cutAt { header["cutAtSeconds"] = Self.seconds(cut) }
+        if let cut = item.facts[.cutAt] { header["cutAtSeconds"] = Self.seconds(cut) }
         var data = Data()
         for line in [.object(header)] + lines {
             data.append(line.canonicalData())

@@ -87,11 +87,15 @@ public struct WriteAudioStage: Stage {
         return Configuration(encoding: encoding, rate: rate)
     }
 
-    /// The format written, and by what: a writer of another stage's files' names (write-replies)
-    /// reads the extension from here.
+    /// The format written, and by what, for provenance records.
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? {
         let format = configuration.encoding.format
         return ["format": .string(format.ext), "encoder": .string(format == .m4a ? "ffmpeg aac" : "libsndfile")]
+    }
+
+    /// The extension of the files it writes, for a writer naming them (write-replies' `audioFrom`).
+    public static func declarations(_ configuration: Configuration) -> StageDeclarations {
+        StageDeclarations().declaring(.audioFileExtension, configuration.encoding.format.ext)
     }
 
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
@@ -167,6 +171,10 @@ public struct WriteWAVStage: Stage {
 
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
         WriteAudioStage.plannedOutputs(configuration, id: id, input: input)
+    }
+
+    public static func declarations(_ configuration: Configuration) -> StageDeclarations {
+        WriteAudioStage.declarations(configuration)
     }
 
     let writer: WriteAudioStage

@@ -46,7 +46,7 @@ public struct WriteEvidenceStage: Stage {
     }
 
     /// The source's format and length and the report go into report.json and bag-info.txt.
-    public static let factsUsed: [ItemFact] = [.sourceFormat, .audioSeconds, .report]
+    public static let factsUsed = ItemFact.list(.sourceFormat, .audioSeconds, .moderationReport)
 
     public static let evidenceFormat = StreamFormat(sampleRate: 48000, channels: 1)
 
@@ -151,7 +151,7 @@ public struct WriteEvidenceStage: Stage {
         ]
         if let ids = item.item.window?.reportIDs {
             info.append(("External-Identifier", ids.joined(separator: ", ")))
-        } else if let reportID = item.facts.report?["reportId"].map(Self.text) {
+        } else if let reportID = item.facts[.moderationReport]?.reportID {
             info.append(("External-Identifier", reportID))
         }
         if let organization = configuration.organization { info.append(("Source-Organization", organization)) }
@@ -161,7 +161,7 @@ public struct WriteEvidenceStage: Stage {
     /// The date the evidence is about, so the bag is the same whenever it is built: the report's
     /// reported-at day, else the upload's modification day (UTC).
     func baggingDate(_ item: ItemContext) -> String {
-        if let at = item.facts.report?["reportedAt"]?.stringValue, at.count >= 10,
+        if let at = item.facts[.moderationReport]?.reportedAt, at.count >= 10,
             at.prefix(10).allSatisfy({ $0.isNumber || $0 == "-" })
         {
             return String(at.prefix(10))
@@ -185,11 +185,11 @@ public struct WriteEvidenceStage: Stage {
             "file": .string(item.item.relativePath), "bytes": .number(Double(sourceBytes)),
             "sha256": .string(sourceSHA),
         ]
-        if let format = facts.sourceFormat {
+        if let format = facts[.sourceFormat] {
             source["sampleRate"] = .number(Double(format.sampleRate))
             source["channels"] = .number(Double(format.channels))
         }
-        if let seconds = facts.audioSeconds { source["durationSeconds"] = r(seconds) }
+        if let seconds = facts[.audioSeconds] { source["durationSeconds"] = r(seconds) }
         let track: JSONValue =
             item.item.track.map { t in
                 .object([
@@ -198,7 +198,7 @@ public struct WriteEvidenceStage: Stage {
                 ])
             } ?? .null
         return [
-            "report": facts.report.map { .object($0) } ?? .null,
+            "report": facts[.moderationReport].map { .object($0.fields) } ?? .null,
             "track": track,
             "source": .object(source),
             "window": windowJSON(window, reported: item.item.window, r: r),
@@ -207,8 +207,8 @@ public struct WriteEvidenceStage: Stage {
                 "encoding": "PCM 16-bit little-endian",
                 "frames": .number(Double(pcmFrames)), "pcmSHA256": .string(pcmSHA),
             ],
-            "resampler": .array(provenance.stages(ofKind: "resample")),
-            "provenance": .array(provenance.stages),
+            "resampler": .array(provenance.records(declaring: .resampling)),
+            "provenance": .array(provenance.records),
             "software": .object(provenance.software.mapValues(JSONValue.string)),
             "spec": [
                 "sha256": provenance.specFingerprint.map(JSONValue.string) ?? .null,
@@ -259,11 +259,5 @@ public struct WriteEvidenceStage: Stage {
             offset += 8 + size + (size & 1)
         }
         throw WriteError(.writeFailed, "evidence.wav has no data chunk")
-    }
-
-    /// A report field as bag-info text: a string as it is, a whole number without a fraction
-    /// (one too large for 64 bits as the number it is).
-    static func text(_ value: JSONValue) -> String {
-        value.stringValue ?? value.numberValue.map { Int64(exactly: $0).map(String.init) ?? String($0) } ?? ""
     }
 }

@@ -2,10 +2,11 @@ import Foundation
 import VoxCore
 
 /// `write-records`: AgentTurn → Artifact. Writes the records an item's agents saved into the
-/// folder `<id>/`: one `<type>.json` per record type the agent stage knows (a JSON array, empty
-/// when none was saved), each record with its stable id, turn and times; and `rejected.json`
-/// with every call that failed its schema, the JSON path and the reason. Nothing rejected is
-/// ever in a record file. Written whole at end of input.
+/// folder `<id>/`: one `<type>.json` per record type the stages it reads from declare
+/// (`.recordTypes`, which the planner checks they do; a JSON array, empty when none was saved),
+/// each record with its stable id, turn and times; and `rejected.json` with every call that
+/// failed its schema, the JSON path and the reason. Nothing rejected is ever in a record file.
+/// Written whole at end of input.
 public struct WriteRecordsStage: Stage {
     public typealias Input = AgentTurn
     public typealias Output = Artifact
@@ -14,6 +15,8 @@ public struct WriteRecordsStage: Stage {
     public static let kind = "write-records"
     public static let summary = "Writes the saved records as one JSON file per record type, plus rejected.json."
     public static let options: [OptionSpec] = []
+    /// A file per record type, so the stages it reads from must say which there are.
+    public static let declarationsUsed = StageDeclaration.list(.recordTypes)
     public static func configure(_ options: StageOptions) throws -> Configuration { Configuration() }
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {
         ["\(id)/<type>.json", "\(id)/rejected.json"]
@@ -22,19 +25,18 @@ public struct WriteRecordsStage: Stage {
     public let id: String
     /// Redacts every key in use from what this writer writes.
     let secrets: Secrets
-    /// The record types the plan's agent stages declare.
+    /// The record types the stages it reads from declare.
     let recordTypes: [String]
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
         secrets = context.secrets
-        recordTypes = context.provenance.stages(ofKind: "agent").flatMap {
-            $0.objectValue?["recordTypes"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        }
+        recordTypes = context.upstream.flatMap { $0.declarations[.recordTypes] ?? [] }
     }
 
     public func run(_ input: Inbox<AgentTurn>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
-        var records: [String: [JSONValue]] = Dictionary(uniqueKeysWithValues: recordTypes.map { ($0, []) })
+        // Two agents read from may share a type: one file for it.
+        var records: [String: [JSONValue]] = Dictionary(recordTypes.map { ($0, []) }) { a, _ in a }
         var rejected: [JSONValue] = []
         for try await turn in input {
             let chunk = turn.reply.transcript.chunk

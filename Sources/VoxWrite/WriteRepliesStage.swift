@@ -1,6 +1,12 @@
 import Foundation
 import VoxCore
 
+extension StageDeclarationKey where Value == String {
+    /// The extension of the audio files a writer writes (`wav`, `m4a`): what `write-replies` names
+    /// the spoken replies' files with.
+    static var audioFileExtension: Self { Self("audioFileExtension") }
+}
+
 /// `write-replies`: Speech | Reply → Artifact. Collects an item's turns and, at end of input,
 /// writes `<id>.json`: every turn with its start, end, transcription, reply and the spoken
 /// reply's file, in the field names the tutor bot's REST API answers with (`success`,
@@ -56,7 +62,7 @@ public struct WriteRepliesStage: Stage {
     public let configuration: Configuration
     /// Redacts every key in use from what this writer writes.
     let secrets: Secrets
-    /// The extension of the spoken replies' files: the format the `audioFrom` stage declares.
+    /// The extension of the spoken replies' files: what the `audioFrom` stage declares.
     let audioExtension: String
 
     public init(id: String, configuration: Configuration, context: StageContext) {
@@ -64,8 +70,8 @@ public struct WriteRepliesStage: Stage {
         secrets = context.secrets
         self.configuration = configuration
         audioExtension =
-            context.provenance.stages.first { $0.objectValue?["id"]?.stringValue == configuration.audioFrom }?
-            .objectValue?["format"]?.stringValue ?? "wav"
+            context.provenance.stages.first { $0.id == configuration.audioFrom }?.declarations[.audioFileExtension]
+            ?? "wav"
     }
 
     struct Turn: Encodable {

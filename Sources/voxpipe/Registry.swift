@@ -23,7 +23,7 @@ func makeContext(plan: Plan, fingerprint: String, logger: Logger, digests: Diges
     var context = StageContext(
         logger: logger, rateConversion: SoxrRateConversion(),
         provenance: Provenance(
-            spec: plan.spec, specFingerprint: fingerprint, software: versions, stages: plan.provenance),
+            spec: plan.spec, specFingerprint: fingerprint, software: versions, stages: plan.plannedStages),
         digests: digests)
     context.secrets = processSecrets
     return context

@@ -28,7 +28,7 @@ struct AgentStageTests {
         if let agent { options["agent"] = .string(agent) }
         let harness = try StageHarness(AgentStage.self, options: options, baseDirectory: packageRoot)
         let facts = ItemFacts()
-        facts.report = sidecar
+        facts[.session] = SessionSidecar(fields: sidecar)
         return try await harness.run(
             lines.enumerated().map { transcript($1, index: $0) }, commit: false, facts: facts
         ).outputs

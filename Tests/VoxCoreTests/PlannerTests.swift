@@ -38,8 +38,8 @@ import VoxTestSupport
         #expect(
             planError(
                 #"{"stages":[{"id":"src","kind":"tone"},{"id":"g","kind":"gain"},{"id":"r","kind":"report-writer"}]}"#)
-                == "stages[2] 'r': report-writer records the item's report, which no stage before it gives (given "
-                + "by: reporting-source)"
+                == "stages[2] 'r': report-writer records the item's moderationReport, which no stage before it "
+                + "gives (given by: reporting-source)"
         )
         // Given upstream, through another stage: fine.
         _ = try plan(

@@ -221,12 +221,12 @@ struct ReportingSource: Stage {
     static let kind = "reporting-source"
     static let summary = "test source with a report"
     static let options: [OptionSpec] = []
-    static let factsGiven: [ItemFact] = [.report]
+    static let factsGiven = ItemFact.list(.moderationReport)
     static func configure(_ options: StageOptions) throws -> Int { 0 }
     init(id: String, configuration: Int, context: StageContext) {}
     func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
         for try await file in input {
-            item.facts.report = ["reportId": .string("R-\(file.outputName)")]
+            item.facts[.moderationReport] = ModerationReport(fields: ["reportId": .string("R-\(file.outputName)")])
             try await output.send(
                 AudioBlock(format: AudioFormat(sampleRate: 8000, channels: 1), samples: [0.5], frameOffset: 0))
         }
@@ -241,14 +241,14 @@ struct ReportWriter: Stage {
     static let kind = "report-writer"
     static let summary = "test writer of the report"
     static let options: [OptionSpec] = []
-    static let factsUsed: [ItemFact] = [.report]
+    static let factsUsed = ItemFact.list(.moderationReport)
     static func configure(_ options: StageOptions) throws -> Int { 0 }
     let id: String
     init(id: String, configuration: Int, context: StageContext) { self.id = id }
     func run(_ input: Inbox<AudioBlock>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
         for try await _ in input {}
         let url = try item.outputs.reserve(name: "\(id).txt")
-        try Data((item.facts.report?["reportId"]?.stringValue ?? "none").utf8).write(to: url)
+        try Data((item.facts[.moderationReport]?.reportID ?? "none").utf8).write(to: url)
     }
 }
 

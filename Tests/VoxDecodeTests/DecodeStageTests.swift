@@ -52,7 +52,7 @@ import VoxTestSupport
             #expect(frames == 72000)
         }
         #expect(abs(rms(samples) - 0.3536) < 0.04)
-        #expect(abs((stats.audioSeconds ?? 0) - 1.5) < 0.1)
+        #expect(abs((stats[.audioSeconds] ?? 0) - 1.5) < 0.1)
     }
 
     @Test func aContainerLibsndfileLacksIsDecodedThroughFFmpeg() async throws {
@@ -69,7 +69,7 @@ import VoxTestSupport
         #expect(blocks.first?.format == AudioFormat(sampleRate: 44100, channels: 1))
         #expect(abs(samples.count - 88200) < 3000)
         #expect(abs(rms(samples) - 0.3536) < 0.04)
-        #expect(abs((stats.audioSeconds ?? 0) - 2) < 0.1)
+        #expect(abs((stats[.audioSeconds] ?? 0) - 2) < 0.1)
     }
 
     @Test func withoutFFmpegAnM4aFailsSayingToInstallIt() async throws {

@@ -15,8 +15,8 @@ import VoxTesting
     @Test func aSessionBecomesItsHeaderThenEachTurnsMessagesInTheClientsOrder() async throws {
         let out = temporaryDirectory()
         let facts = ItemFacts()
-        facts.report = ["type": "field-service", "language": "en"]
-        facts.cutAt = 5.12349
+        facts[.session] = SessionSidecar(fields: ["type": "field-service", "language": "en"])
+        facts[.cutAt] = 5.12349
         let harness = try StageHarness(WriteAgentLogStage.self, id: "log", outputDirectory: out)
         let (artifacts, _) = try await harness.run(agentSession(), facts: facts)
         #expect(artifacts.map(\.path) == ["item/log.jsonl"])

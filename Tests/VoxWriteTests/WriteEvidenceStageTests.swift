@@ -11,7 +11,13 @@ import VoxTesting
     let evidence = AudioFormat(sampleRate: 48000, channels: 1)
     let provenance = Provenance(
         spec: ["name": "moderation", "stages": [["id": "mono48k", "kind": "resample"]]], specFingerprint: "f00d",
-        software: ["voxpipe": "9.9-test"], stages: [["id": "mono48k", "kind": "resample", "rate": 48000]])
+        software: ["voxpipe": "9.9-test"],
+        stages: [
+            PlannedStage(
+                id: "mono48k", kind: "resample",
+                declarations: StageDeclarations().declaring(.resampling, StreamFormat(sampleRate: 48000)),
+                provenance: ["rate": 48000])
+        ])
 
     /// The upload, as the item's input file: bytes write-evidence copies and hashes, not decodes.
     func upload(in dir: URL) throws -> InputFile {
@@ -34,9 +40,11 @@ import VoxTesting
 
     var facts: ItemFacts {
         let facts = ItemFacts()
-        facts.report = ["reportId": "R-7", "reportedAt": "2026-11-20T18:04:05Z", "reportedUser": "bob"]
-        facts.sourceFormat = AudioFormat(sampleRate: 44100, channels: 2)
-        facts.audioSeconds = 12.345_678_9
+        facts[.moderationReport] = ModerationReport(fields: [
+            "reportId": "R-7", "reportedAt": "2026-11-20T18:04:05Z", "reportedUser": "bob",
+        ])
+        facts[.sourceFormat] = AudioFormat(sampleRate: 44100, channels: 2)
+        facts[.audioSeconds] = 12.345_678_9
         return facts
     }
 

@@ -6,14 +6,36 @@ import VoxTesting
 
 @testable import VoxWrite
 
+/// A first stage giving agent turns, declaring the record types of its `recordTypes` option
+/// only when it has one: what the planner checks write-records against.
+struct StubAgent: Stage {
+    typealias Input = InputFile
+    typealias Output = AgentTurn
+    typealias Configuration = [String]?
+    static let kind = "stub-agent"
+    static let summary = "test agent"
+    static let options = [OptionSpec("recordTypes", .choices(["contact", "job"]), help: "what it declares")]
+    static func configure(_ options: StageOptions) throws -> [String]? { options.strings("recordTypes") }
+    static func declarations(_ configuration: [String]?) -> StageDeclarations {
+        configuration.map { StageDeclarations().declaring(.recordTypes, $0) } ?? StageDeclarations()
+    }
+    init(id: String, configuration: [String]?, context: StageContext) {}
+    func run(_ input: Inbox<InputFile>, _ output: Outbox<AgentTurn>, _ item: ItemContext) async throws {
+        for try await _ in input {}
+    }
+}
+
 /// `write-records` alone: a session's turns in, one JSON file per record type and rejected.json out.
 @Suite struct WriteRecordsStageTests {
-    /// What a plan tells the writer: the agent stage upstream declares these record types.
-    let provenance = Provenance(stages: [["id": "agents", "kind": "agent", "recordTypes": ["contact", "job"]]])
+    /// What a plan tells the writer: the agent stage it reads from declares these record types.
+    let upstream = [
+        PlannedStage(
+            id: "agents", kind: "agent", declarations: StageDeclarations().declaring(.recordTypes, ["contact", "job"]))
+    ]
 
     func write(_ turns: [AgentTurn], into out: URL) async throws -> [Artifact] {
         let harness = try StageHarness(
-            WriteRecordsStage.self, id: "records", outputDirectory: out, provenance: provenance)
+            WriteRecordsStage.self, id: "records", outputDirectory: out, upstream: upstream)
         return try await harness.run(turns).outputs
     }
 
@@ -66,6 +88,25 @@ import VoxTesting
         for name in ["contact.json", "job.json", "rejected.json"] { #expect(try file(out, name).json == []) }
     }
 
+    @Test func fedFromAStageThatDeclaresNoRecordTypesItFailsAtLoadNamingTheEdge() throws {
+        let registry = StageRegistry([StageKind(StubAgent.self), StageKind(WriteRecordsStage.self)])
+        func plan(_ agent: String) throws -> Plan {
+            try Planner.plan(
+                data: Data(
+                    (#"{"stages":[{"id":"turns","kind":"stub-agent"\#(agent)},"#
+                        + #"{"id":"records","kind":"write-records","from":"turns"}]}"#).utf8),
+                baseDirectory: URL(fileURLWithPath: "/tmp"), registry: registry)
+        }
+        #expect(
+            throws: VoxError(
+                .invalidSpec,
+                "stages[1].from: write-records needs recordTypes declared by every stage it reads from, but 'turns' "
+                    + "(stub-agent) declares none (stage 'records')")
+        ) { try plan("") }
+        let declared = try plan(#","recordTypes":["job"]"#)
+        #expect(declared.plannedStages.map { $0.declarations[.recordTypes] } == [["job"], nil])
+    }
+
     @Test func aKeyInUseIsRedactedFromTheRecords() async throws {
         let out = temporaryDirectory()
         let secrets = Secrets()
@@ -73,7 +114,7 @@ import VoxTesting
         var session = agentSession()
         session[1].calls[0].arguments = ["name": "Ana", "note": "key sk-live-0123456789"]
         let harness = try StageHarness(
-            WriteRecordsStage.self, id: "records", outputDirectory: out, provenance: provenance, secrets: secrets)
+            WriteRecordsStage.self, id: "records", outputDirectory: out, upstream: upstream, secrets: secrets)
         _ = try await harness.run(session)
         let contacts = try file(out, "contact.json").json
         #expect(contacts.arrayValue?.first?.objectValue?["record"]?.objectValue?["note"] == "key [redacted]")

@@ -158,6 +158,25 @@ import VoxTesting
         #expect(wav.count == 44 + 11025 * 2)
     }
 
+    @Test func eachTurnNamesItsSpokenReplyWithTheExtensionTheAudioFromStageDeclares() async throws {
+        let out = temporaryDirectory()
+        let m4a = try WriteAudioStage.configure(
+            StageOptions.validated(
+                ["format": "m4a"], against: WriteAudioStage.options, stageID: "speech", path: "stages[3]",
+                owner: WriteAudioStage.kind, baseDirectory: out))
+        let planned = PlannedStage(
+            id: "speech", kind: WriteAudioStage.kind, declarations: WriteAudioStage.declarations(m4a))
+        let harness = try StageHarness(
+            WriteRepliesStage.self, id: "replies", options: ["audioFrom": "speech"], outputDirectory: out,
+            provenance: Provenance(stages: [planned]))
+        _ = try await harness.run([speech(index: 2, text: "Gut!")])
+        let object =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("item/replies.json")))
+            as? [String: Any]
+        let turns = object?["turns"] as? [[String: Any]] ?? []
+        #expect(turns.first?["audioFile"] as? String == "speech-0003.m4a")
+    }
+
     @Test func writeWAVConvertsSpeechToTheRateAsked() async throws {
         let out = temporaryDirectory()
         let harness = try StageHarness(

@@ -105,6 +105,29 @@ import VoxTestSupport
                     + "(stage 'replies')"), "\(wrongKind.stderr)")
     }
 
+    @Test func writeRecordsFromAStageOfAnotherKindExits65NamingItsPath() throws {
+        let dir = temporaryDirectory()
+        let records = packageRoot.appendingPathComponent("Pipelines/field-service").path
+        func validate(from: String) throws -> Invocation {
+            let spec = try writeSpec(
+                """
+                {"stages": [
+                  {"id": "text", "kind": "read-text"},
+                  {"id": "agents", "kind": "agent", "records": "\(records)", "provider": {"name": "rules"}},
+                  {"id": "records", "kind": "write-records", "from": "\(from)"}
+                ]}
+                """, in: dir)
+            return try voxpipe(["validate", spec.path])
+        }
+        #expect(try validate(from: "agents").status == 0)
+        let wrongKind = try validate(from: "text")
+        #expect(wrongKind.status == 65)
+        #expect(
+            wrongKind.stderr.contains(
+                "stages[2] 'records': write-records takes AgentTurn but 'text' (read-text) gives Transcript"),
+            "\(wrongKind.stderr)")
+    }
+
     @Test func everyShippedPipelineValidates() throws {
         let pipelines = try FileManager.default.contentsOfDirectory(
             atPath: packageRoot.appendingPathComponent("Pipelines").path
