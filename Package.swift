@@ -130,7 +130,7 @@ let package = Package(
             name: "VoxServeTests",
             dependencies: [
                 "VoxTestSupport", "VoxTesting", "VoxServe", "VoxHTTP", "VoxStages", "VoxResample", "VoxWrite",
-                "VoxChunk", "VoxCore",
+                "VoxChunk", "VoxSynthesize", "VoxCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

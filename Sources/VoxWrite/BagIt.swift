@@ -143,9 +143,11 @@ public enum BagIt {
     static func manifest(_ bag: URL, _ name: String) -> [(hex: String, path: String)]? {
         guard let text = text(bag, name) else { return nil }
         var entries: [(String, String)] = []
-        // Lines end in LF, CR or CRLF (RFC 8493 §2.1.3); the checksum and the path are parted by
-        // whitespace, as bagit-python reads them.
-        for line in text.split(whereSeparator: \.isNewline) {
+        // Lines end in LF, CR or CRLF (RFC 8493 §2.1.3), and only in those: a vertical tab or form
+        // feed is part of the line (Character.isNewline takes them as line ends, so a flipped bit
+        // that turned LF into VT went unseen). The checksum and the path are parted by whitespace,
+        // as bagit-python reads them.
+        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) {
             let parts = line.split(maxSplits: 1, whereSeparator: { $0 == " " || $0 == "\t" })
             guard parts.count == 2 else { return nil }
             entries.append((String(parts[0]), decode(parts[1].trimmingCharacters(in: .whitespaces))))
