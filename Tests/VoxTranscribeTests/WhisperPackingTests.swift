@@ -72,6 +72,11 @@ import VoxTesting
                 t.words.allSatisfy { $0.start >= chunk.start && $0.end <= chunk.end && $0.start <= $0.end },
                 "chunk \(i) [\(chunk.start), \(chunk.end)]: \(t.words)")
             #expect(zip(t.words, t.words.dropFirst()).allSatisfy { $0.start <= $1.start })
+            // Where in the chunk: espeak-ng speaks from its first tenth of a second to its end.
+            if let first = t.words.first, let last = t.words.last {
+                #expect(first.start < chunk.start + 1, "chunk \(i) starts at \(chunk.start): \(t.words)")
+                #expect(last.start - first.start > (chunk.end - chunk.start) / 2, "chunk \(i): \(t.words)")
+            }
             #expect(t.segments.allSatisfy { $0.start >= chunk.start && $0.end <= chunk.end }, "\(t.segments)")
         }
     }
