@@ -10,8 +10,9 @@ import VoxCore
 //   window   [ 3 s ]·1 s·[ 5 s ]·1 s·[ 2 s ]      one whisper_full call
 //   words    w w w        w w w w     w w      → one Transcript per chunk, times in the file
 //
-// A chunk none of whose words can be placed cleanly (one heard in a gap, one spanning two
-// chunks, one without a time) or that got no words is decoded alone, as without packing.
+// A chunk whose words cannot be placed cleanly (one heard in a gap, one spanning two chunks, one
+// without a time), that got no words, or whose words repeat themselves is decoded alone, as
+// without packing; so is every chunk of a window that repeats itself or is unsure.
 
 extension WhisperProvider {
     /// Seconds of silence between two chunks packed into one window.
@@ -128,8 +129,25 @@ extension WhisperProvider.Session {
                 audible.map { chunks[$0].samples }, gap: Int(WhisperProvider.packGapSeconds * 16000))
             let decoded = try await decode(window.samples)
             detected = decoded.language
-            for (k, pieces) in WhisperProvider.split(decoded.segments, spans: window.spans).enumerated() {
-                placed[audible[k]] = pieces
+            // A window that repeats itself or is unsure (the tests a shrunk decode must pass) is
+            // not split at all: a repetition loop there was aligned into one chunk and took words
+            // of another. Each chunk's share must be plausible for its own length too.
+            // The chunks decoded alone then are not prompted with that text.
+            let seconds = Double(window.samples.count) / 16000
+            if WhisperEngine.Decoder.rejection(
+                decoded.segments, seconds: seconds, frames: 1500, options: provider.settings.options) == nil
+            {
+                for (k, pieces) in WhisperProvider.split(decoded.segments, spans: window.spans).enumerated() {
+                    let length = window.spans[k].upperBound - window.spans[k].lowerBound
+                    guard let pieces else { continue }
+                    guard WhisperEngine.Decoder.implausible(pieces.map(\.text), seconds: length) == nil else {
+                        forgetPreviousText = true
+                        continue
+                    }
+                    placed[audible[k]] = pieces
+                }
+            } else {
+                forgetPreviousText = !decoded.segments.isEmpty
             }
         }
         var transcripts: [Transcript] = []

@@ -268,6 +268,9 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         var decoder: WhisperEngine.Decoder?
         /// The item's language: the spec's, or the one detected on its first chunk with words.
         var language: String?
+        /// The next chunk is decoded without the text before it as its prompt: a packed window
+        /// was rejected, and its text would lead the chunk astray.
+        var forgetPreviousText = false
 
         init(provider: WhisperProvider, decoder: WhisperEngine.Decoder) {
             self.provider = provider
@@ -279,7 +282,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             try Self.checkFormat(chunk)
             // Pure digital silence: nothing to hear, and Whisper would invent a "you" or a "Thank you."
             guard !Self.isSilent(chunk) else { return transcript(chunk, segments: [], detected: nil) }
-            let decoded = try await decode(chunk.samples)
+            let decoded = try await decode(chunk.samples, forgetPreviousText: forgetPreviousText)
+            forgetPreviousText = false
             return transcript(chunk, segments: decoded.segments, detected: decoded.language)
         }
 
@@ -296,7 +300,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         /// Decodes 16 kHz mono samples on a thread of its own (decoding takes seconds of CPU: off
         /// the cooperative pool, so other stages keep moving). Cancellation (SIGINT/SIGTERM, a
         /// serve client gone) reaches the decode through its abort flag.
-        func decode(_ samples: [Float]) async throws -> WhisperEngine.Decoded {
+        func decode(_ samples: [Float], forgetPreviousText: Bool = false) async throws -> WhisperEngine.Decoded {
             guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
             var options = provider.settings.options
             options.language = language
@@ -312,7 +316,10 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
                         defer { provider.endDecode() }
                         let options = settings
                         continuation.resume(
-                            with: Result { try decoder.decode(samples, options: options, abort: abort) })
+                            with: Result {
+                                try decoder.decode(
+                                    samples, options: options, abort: abort, forgetPreviousText: forgetPreviousText)
+                            })
                     }
                 }
             } onCancel: {

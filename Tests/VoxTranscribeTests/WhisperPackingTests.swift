@@ -132,6 +132,34 @@ import VoxTesting
         #expect(scoringWords(transcripts[4].text).contains("window"), "\(transcripts[4].text)")
     }
 
+    @Test func aWindowThatRepeatsItselfIsNotSplitAndItsTurnsAreDecodedAlone() async throws {
+        // Found in a trial: German speech, -50 dBFS noise, the sine sweep of Samples/, the speech
+        // again. Packed, Whisper lost the first turn's last sentence and aligned a repetition loop
+        // ("Ist nicht noch Deutsch. Guten Morgen! …" five times) into the last turn.
+        let mono16k = AudioFormat(sampleRate: 16000, channels: 1)
+        var german = try await chunk16k(WhisperTests.samples.appendingPathComponent("speech-de-44k-stereo.flac"))
+        var state: UInt64 = 42
+        let hiss = (0..<(16000 * 3)).map { _ -> Float in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Float(Int64(bitPattern: state >> 11) % 3 - 1) * 0.003
+        }
+        var tones = try await chunk16k(WhisperTests.samples.appendingPathComponent("sweep-8k.aiff"), start: 12)
+        tones.index = 2
+        var again = german
+        again.start = 30
+        again.end = 30 + german.end
+        again.index = 3
+        german.index = 0
+        let noise = AudioChunk(format: mono16k, samples: hiss, start: 9, end: 12, index: 1, cut: .voice)
+        let (transcripts, _) = try await transcribe(
+            [german, noise, tones, again], ["language": "de", "packSeconds": 30])
+        let reference = "Guten Morgen! Wie geht es dir heute? Ich lerne Deutsch."
+        #expect(transcripts.map(\.text.isEmpty) == [false, true, true, false], "\(transcripts.map(\.text))")
+        for t in [transcripts[0], transcripts[3]] {
+            #expect(wordErrorRate(reference: reference, hypothesis: t.text) <= 0.25, "heard: \(t.text)")
+        }
+    }
+
     @Test func packedDecodingGivesTheSameTranscriptsEveryTime() async throws {
         let chunks = try await Self.sentenceChunks()
         let a = try await transcribe(chunks, ["packSeconds": 12])
