@@ -104,9 +104,10 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             "packSeconds", .number(0...30), default: 0,
             help:
                 "Consecutive chunks of an item are decoded together in one window of up to this many seconds, "
-                + "\(packGapSeconds) s of silence between two, and split back by word times (one encoder pass for "
-                + "several short turns; words can change: see the README); a chunk whose words cannot be placed "
-                + "is decoded alone. 0: off."
+                + "\(Int(packGapSeconds)) s of silence between two, and split back by word times (one encoder pass "
+                + "for several short turns; words can change: see the README); a chunk whose words cannot be "
+                + "placed or repeat themselves, and every chunk of a window that repeats itself or is unsure, is "
+                + "decoded alone. 0: off."
         ),
         OptionSpec(
             "threads", .integer(0...256), default: 1,
