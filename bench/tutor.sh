@@ -8,7 +8,8 @@
 #     --queue BENCH_TUTOR_QUEUE so that 16 clients overflow it: 200/503/504 counts, p50/p99 of the
 #     200s, time to a 503, the server's RSS before, at peak and after.
 #  3. A 10-minute German lesson (espeak-ng sentences of known text, pauses between turns) through
-#     `voxpipe run Pipelines/lesson-tutor.json`: wall time, x real time, WER.
+#     `voxpipe run Pipelines/lesson-tutor.json`: wall time, x real time, WER; again with the
+#     whisper provider's packSeconds 30 (short turns packed into one window).
 # Figures are printed, never judged: a missed target does not fail the bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,8 @@ SECONDS_LOAD=${BENCH_TUTOR_SECONDS:-60}
 QUEUE=${BENCH_TUTOR_QUEUE:-4}
 LESSON_SECONDS=${BENCH_TUTOR_LESSON:-600}
 PARTS=${BENCH_TUTOR_PARTS:-1 2 3}   # e.g. BENCH_TUTOR_PARTS=3 bench/tutor.sh: the lesson only
-# BENCH_TUTOR_NO_CONTEXT=1 runs the lesson a second time with Whisper's conditionOnPreviousText off
+# BENCH_TUTOR_PACK=0 skips the lesson's second run with Whisper's packSeconds 30 (turns packed into windows);
+# BENCH_TUTOR_NO_CONTEXT=1 runs the lesson once more with Whisper's conditionOnPreviousText off
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 mkdir -p "$W"
 
@@ -183,17 +185,25 @@ PY
 }
 echo "$(printf '%.0f' "$duration") s of lesson, $k sentences (turns), $words words; target ≥ 8x real time (moonshot ≥ 15x)"
 lesson Pipelines/lesson-tutor.json tutor lesson-tutor.json
-if [ "${BENCH_TUTOR_NO_CONTEXT:-0}" = 1 ]; then
-  python3 - "$PWD/Pipelines/lesson-tutor.json" "$W/no-context.json" <<'PY'
+# variant NAME JSON: Pipelines/lesson-tutor.json with JSON merged into its whisper provider block.
+variant() {
+  python3 - "$PWD/Pipelines/lesson-tutor.json" "$W/$1.json" "$2" <<'PY'
 import json, os, sys
 spec = json.load(open(sys.argv[1]))
 for stage in spec["stages"]:
     if stage["kind"] == "transcribe":
-        stage["provider"]["conditionOnPreviousText"] = False
+        stage["provider"].update(json.loads(sys.argv[3]))
     if stage["kind"] == "reply":
         stage["provider"]["rules"] = os.path.join(os.path.dirname(sys.argv[1]), stage["provider"]["rules"])
 spec.pop("$schema", None)
 json.dump(spec, open(sys.argv[2], "w"), indent=1, ensure_ascii=False)
 PY
+}
+if [ "${BENCH_TUTOR_PACK:-1}" = 1 ]; then
+  variant packed '{"packSeconds": 30}'
+  lesson "$W/packed.json" packed "packSeconds 30"
+fi
+if [ "${BENCH_TUTOR_NO_CONTEXT:-0}" = 1 ]; then
+  variant no-context '{"conditionOnPreviousText": false}'
   lesson "$W/no-context.json" no-context "conditionOnPreviousText off"
 fi

@@ -62,8 +62,28 @@ public struct TranscribeStage: Stage {
     public func run(_ input: Inbox<AudioChunk>, _ output: Outbox<Transcript>, _ item: ItemContext) async throws {
         let session = try provider.beginItem()
         defer { session.end() }
-        for try await chunk in input {
-            try await output.send(try await session.transcribe(chunk))
+        guard let batching = session.batching else {
+            for try await chunk in input {
+                try await output.send(try await session.transcribe(chunk))
+            }
+            return
         }
+        // Consecutive chunks gathered by their lengths alone (never by what has arrived so far),
+        // so a run gives the same batches, and the same text, whatever the timing.
+        var batch: [AudioChunk] = []
+        func send() async throws {
+            let transcripts = try await session.transcribe(batch: batch)
+            guard transcripts.count == batch.count else {
+                throw TranscribeError(
+                    .decodeFailed, "\(batch.count) chunks transcribed together gave \(transcripts.count) transcripts")
+            }
+            for transcript in transcripts { try await output.send(transcript) }
+            batch = []
+        }
+        for try await chunk in input {
+            if !batch.isEmpty && !batching.accepts(batch, chunk) { try await send() }
+            batch.append(chunk)
+        }
+        if !batch.isEmpty { try await send() }
     }
 }

@@ -175,7 +175,10 @@ final class WhisperEngine: @unchecked Sendable {
         /// work on a short turn); when that decode repeats itself, is unsure or ends without a
         /// timestamp, the chunk is decoded again in the full window, without the rejected text as
         /// its prompt. Every step depends only on the samples and options, never on timing.
-        func decode(_ samples: [Float], options: Options, abort: WhisperAbort = WhisperAbort()) throws -> Decoded {
+        /// `forgetPreviousText`: not prompted with the text decoded before (it was rejected).
+        func decode(
+            _ samples: [Float], options: Options, abort: WhisperAbort = WhisperAbort(), forgetPreviousText: Bool = false
+        ) throws -> Decoded {
             let first = !prompted
             prompted = true
             var options = options
@@ -185,7 +188,8 @@ final class WhisperEngine: @unchecked Sendable {
             }
             guard let frames = Self.shrunkContext(samples: samples.count, options: options) else {
                 let full = try run(
-                    samples, options, frames: 0, prompt: prompt, noContext: !options.conditionOnPreviousText,
+                    samples, options, frames: 0, prompt: prompt,
+                    noContext: !options.conditionOnPreviousText || forgetPreviousText,
                     abort: abort)
                 return finish(full, samples: samples, options: options, encoder: .full)
             }
@@ -194,7 +198,7 @@ final class WhisperEngine: @unchecked Sendable {
             attemptOptions.temperatureIncrement = 0
             let attempt = try run(
                 samples, attemptOptions, frames: frames, prompt: prompt,
-                noContext: !options.conditionOnPreviousText, abort: abort)
+                noContext: !options.conditionOnPreviousText || forgetPreviousText, abort: abort)
             guard
                 let reason = Self.rejection(
                     attempt.segments, seconds: Double(samples.count) / 16000, frames: Int(frames), options: options)
@@ -237,7 +241,13 @@ final class WhisperEngine: @unchecked Sendable {
                 let entropy = counts.values.map { -Double($0) / 32 * log(Double($0) / 32) }.reduce(0, +)
                 if entropy < options.compressionRatioThreshold { return "repeats itself (entropy \(entropy))" }
             }
-            let words = segments.flatMap { $0.text.lowercased().split(whereSeparator: \.isWhitespace) }
+            return implausible(segments.map(\.text), seconds: seconds)
+        }
+
+        /// Why text is not to be believed of `seconds` of speech, or nil: more words than anyone
+        /// says in the time, a word trigram three times, a word four times in a row.
+        static func implausible(_ texts: [String], seconds: Double) -> String? {
+            let words = texts.flatMap { $0.lowercased().split(whereSeparator: \.isWhitespace) }
             if Double(words.count) > max(10, seconds * 6) { return "\(words.count) words in \(seconds) s" }
             var trigrams: [String: Int] = [:]
             for i in words.indices.dropLast(2) { trigrams[words[i...(i + 2)].joined(separator: " "), default: 0] += 1 }

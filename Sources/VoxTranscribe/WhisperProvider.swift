@@ -36,6 +36,9 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         /// nil: detected from an item's first chunk with speech, then kept for the item.
         public var language: String?
         public var threads: Int
+        /// Consecutive chunks of an item are decoded together in windows of up to this many
+        /// seconds (0: each alone).
+        public var packSeconds: Double = 0
         var options: WhisperEngine.Options
     }
 
@@ -98,6 +101,15 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             "encoderMargin", .number(1...10), default: 3,
             help: "Seconds of context added to a shrunk chunk (rounded up to whole seconds)."),
         OptionSpec(
+            "packSeconds", .number(0...30), default: 0,
+            help:
+                "Consecutive chunks of an item are decoded together in one window of up to this many seconds, "
+                + "\(Int(packGapSeconds)) s of silence between two, and split back by word times (one encoder pass "
+                + "for several short turns; words can change: see the README); a chunk whose words cannot be "
+                + "placed or repeat themselves, and every chunk of a window that repeats itself or is unsure, is "
+                + "decoded alone. 0: off."
+        ),
+        OptionSpec(
             "threads", .integer(0...256), default: 1,
             help:
                 "CPU threads per decoding item; items decode side by side to fill the cores. More threads make one "
@@ -133,7 +145,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             model: model, modelFile: resolveModel(model, baseDirectory: options.baseDirectory),
             modelPath: isPath(model)
                 ? URL(fileURLWithPath: model, relativeTo: options.baseDirectory).standardizedFileURL : nil,
-            language: language == "auto" ? nil : language, threads: options.int("threads") ?? 1, options: o)
+            language: language == "auto" ? nil : language, threads: options.int("threads") ?? 1,
+            packSeconds: options.double("packSeconds") ?? 0, options: o)
     }
 
     /// A short name (`base`) → `<search path>/base/ggml-model.bin`; a path (with a `/`) → the
@@ -163,6 +176,10 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     /// threads than cores make ggml's spinning workers 10x slower.
     private let slots = NSCondition()
     private var decoding = 0
+    private var started = 0
+
+    /// How many decodes (whisper_full calls for a chunk or a packed window) this provider began.
+    var decodesStarted: Int { slots.withLock { started } }
 
     /// How many models the provider's engine cache loaded (one per model file).
     public var enginesLoaded: Int { engines.loads }
@@ -229,6 +246,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         while decoding >= capacity && !abort.isRequested { slots.wait() }
         guard !abort.isRequested else { return false }
         decoding += 1
+        started += 1
         return true
     }
 
@@ -251,6 +269,9 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         var decoder: WhisperEngine.Decoder?
         /// The item's language: the spec's, or the one detected on its first chunk with words.
         var language: String?
+        /// The next chunk is decoded without the text before it as its prompt: a packed window
+        /// was rejected, and its text would lead the chunk astray.
+        var forgetPreviousText = false
 
         init(provider: WhisperProvider, decoder: WhisperEngine.Decoder) {
             self.provider = provider
@@ -259,24 +280,35 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         }
 
         func transcribe(_ chunk: AudioChunk) async throws -> Transcript {
-            guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
+            try Self.checkFormat(chunk)
+            // Pure digital silence: nothing to hear, and Whisper would invent a "you" or a "Thank you."
+            guard !Self.isSilent(chunk) else { return transcript(chunk, segments: [], detected: nil) }
+            let decoded = try await decode(chunk.samples, forgetPreviousText: forgetPreviousText)
+            forgetPreviousText = false
+            return transcript(chunk, segments: decoded.segments, detected: decoded.language)
+        }
+
+        static func checkFormat(_ chunk: AudioChunk) throws {
             guard chunk.format == AudioFormat(sampleRate: 16000, channels: 1) else {
                 throw TranscribeError(.decodeFailed, "whisper takes 16 kHz mono, got \(chunk.format)")
             }
-            // Pure digital silence: nothing to hear, and Whisper would invent a "you" or a "Thank you."
-            guard chunk.samples.contains(where: { abs($0) >= Self.silenceFloor }) else {
-                return Transcript(
-                    chunk: chunk, text: "", words: [], language: language, provider: "whisper",
-                    model: provider.settings.model)
-            }
+        }
+
+        static func isSilent(_ chunk: AudioChunk) -> Bool {
+            !chunk.samples.contains(where: { abs($0) >= silenceFloor })
+        }
+
+        /// Decodes 16 kHz mono samples on a thread of its own (decoding takes seconds of CPU: off
+        /// the cooperative pool, so other stages keep moving). Cancellation (SIGINT/SIGTERM, a
+        /// serve client gone) reaches the decode through its abort flag.
+        func decode(_ samples: [Float], forgetPreviousText: Bool = false) async throws -> WhisperEngine.Decoded {
+            guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
             var options = provider.settings.options
             options.language = language
             options.threads = provider.threads
             let settings = options
-            // Decoding takes seconds of CPU: off the cooperative pool, so other stages keep moving.
-            // Cancellation (SIGINT/SIGTERM, a serve client gone) reaches the decode through its abort flag.
             let abort = WhisperAbort()
-            let decoded: WhisperEngine.Decoded = try await withTaskCancellationHandler {
+            return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     Thread.detachNewThread { [provider] in
                         guard provider.beginDecode(unless: abort) else {
@@ -285,14 +317,21 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
                         defer { provider.endDecode() }
                         let options = settings
                         continuation.resume(
-                            with: Result { try decoder.decode(chunk.samples, options: options, abort: abort) })
+                            with: Result {
+                                try decoder.decode(
+                                    samples, options: options, abort: abort, forgetPreviousText: forgetPreviousText)
+                            })
                     }
                 }
             } onCancel: {
                 abort.request()
                 provider.wakeWaiters()
             }
-            let (segments, detected) = (decoded.segments, decoded.language)
+        }
+
+        /// The chunk's transcript from its decoded segments (times from the chunk's start); the
+        /// item's language is kept from the first chunk with words.
+        func transcript(_ chunk: AudioChunk, segments: [WhisperEngine.Segment], detected: String?) -> Transcript {
             var words: [Word] = []
             var spans: [TranscriptSegment] = []
             for segment in segments {
@@ -327,14 +366,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         static func words(_ segments: [WhisperEngine.Segment], offset: Double, end: Double) -> [Word] {
             var words: [Word] = []
             for segment in segments {
-                var groups: [[WhisperEngine.Token]] = []
-                for token in segment.tokens {
-                    if token.bytes.first == UInt8(ascii: " ") || groups.isEmpty {
-                        groups.append([token])
-                    } else {
-                        groups[groups.count - 1].append(token)
-                    }
-                }
+                let groups = segment.wordTokens
                 let starts = groups.map { $0[0].aligned ?? $0[0].start }
                 for (k, group) in groups.enumerated() {
                     let text = String(decoding: group.flatMap(\.bytes), as: UTF8.self).trimmingCharacters(
@@ -352,5 +384,21 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             }
             return words
         }
+    }
+}
+
+extension WhisperEngine.Segment {
+    /// The segment's tokens, word by word: a token that starts with a space starts a word;
+    /// punctuation and the pieces of a split word stay with the word before them.
+    var wordTokens: [[WhisperEngine.Token]] {
+        var groups: [[WhisperEngine.Token]] = []
+        for token in tokens {
+            if token.bytes.first == UInt8(ascii: " ") || groups.isEmpty {
+                groups.append([token])
+            } else {
+                groups[groups.count - 1].append(token)
+            }
+        }
+        return groups
     }
 }
