@@ -36,14 +36,10 @@ import VoxTestSupport
 
     @Test(arguments: ["sk-a\r\nX-Injected: 1", "sk-a\n", "sk\0a", "sk-\u{7F}"])
     func aKeyWithAControlCharacterIsRefusedNamingItsSourceOnly(_ key: String) {
-        #expect(throws: VoxError.self) { try Secrets.check(key, source: "$OPENAI_API_KEY") }
-        do {
-            try Secrets.check(key, source: "$OPENAI_API_KEY")
-        } catch let error as VoxError {
-            #expect(error.category == .invalidSpec)
-            #expect(error.message.hasPrefix("the API key in $OPENAI_API_KEY holds a control character"))
-            #expect(!error.message.contains("sk"))
-        } catch {}
+        let error = #expect(throws: VoxError.self) { try Secrets.check(key, source: "$OPENAI_API_KEY") }
+        #expect(error?.category == .invalidSpec)
+        #expect(error?.message.hasPrefix("the API key in $OPENAI_API_KEY holds a control character") == true)
+        #expect(error?.message.contains("sk") == false)
     }
 
     @Test func containedFileReadsRegularFilesInsideAndRefusesLinksFIFOsAndDotDot() throws {
