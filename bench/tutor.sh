@@ -22,6 +22,7 @@ QUEUE=${BENCH_TUTOR_QUEUE:-4}
 LESSON_SECONDS=${BENCH_TUTOR_LESSON:-600}
 PARTS=${BENCH_TUTOR_PARTS:-1 2 3}   # e.g. BENCH_TUTOR_PARTS=3 bench/tutor.sh: the lesson only
 # BENCH_TUTOR_PACK=0 skips the lesson's second run with Whisper's packSeconds 30 (turns packed into windows);
+# BENCH_TUTOR_BEAM=0 skips the runs with beam 5 and greedy decoding;
 # BENCH_TUTOR_NO_CONTEXT=1 runs the lesson once more with Whisper's conditionOnPreviousText off
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 mkdir -p "$W"
@@ -202,6 +203,13 @@ PY
 if [ "${BENCH_TUTOR_PACK:-1}" = 1 ]; then
   variant packed '{"packSeconds": 30}'
   lesson "$W/packed.json" packed "packSeconds 30"
+fi
+if [ "${BENCH_TUTOR_BEAM:-1}" = 1 ]; then
+  # Beam search of 5 (the shipped pipeline) against greedy decoding: the decoder's share of a turn.
+  variant beam5 '{"beamSize": 5, "bestOf": 5}'
+  lesson "$W/beam5.json" beam5 "beamSize 5"
+  variant greedy '{"beamSize": 1, "bestOf": 1}'
+  lesson "$W/greedy.json" greedy "greedy (beamSize 1)"
 fi
 if [ "${BENCH_TUTOR_NO_CONTEXT:-0}" = 1 ]; then
   variant no-context '{"conditionOnPreviousText": false}'

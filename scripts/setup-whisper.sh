@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off abort-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off abort-patch barrier-patch"
 
 . "$here/pypi.sh"
 
@@ -48,6 +48,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   src="$work/pywhispercpp-1.5.1/whisper.cpp"
   # Cancellation reaches the encoder (SIGTERM, a serve client gone): scripts/patches/whisper-abort.py.
   python3 "$here/patches/whisper-abort.py" "$src/src/whisper.cpp"
+  # A worker waiting for the others sleeps instead of spinning (several threads per decode stay
+  # fast when other processes use the cores): scripts/patches/ggml-barrier.py.
+  python3 "$here/patches/ggml-barrier.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"
   # The baseline's instruction sets, named one by one (never -march=native unless asked). OpenMP
   # off: its spinning workers slowed decoding 12x whenever the other core was busy.
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" \
@@ -55,7 +58,13 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
     -DWHISPER_BUILD_EXAMPLES=OFF -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_SERVER=OFF >"$work/cmake.log" 2>&1 ||
     { tail -20 "$work/cmake.log" >&2; exit 1; }
   cmake --build "$work/build" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; exit 1; }
-  cmake --install "$work/build" >/dev/null
+  # Staged, then renamed into place file by file: a process still running the old libraries
+  # keeps them (copying over a mapped library in place would crash it).
+  DESTDIR="$work/stage" cmake --install "$work/build" >/dev/null
+  (cd "$work/stage$PREFIX" && find . -type d) | while read -r d; do mkdir -p "$PREFIX/$d"; done
+  (cd "$work/stage$PREFIX" && find . ! -type d) | while read -r f; do
+    cp -P "$work/stage$PREFIX/$f" "$PREFIX/$f.voxpipe-new" && mv -f "$PREFIX/$f.voxpipe-new" "$PREFIX/$f"
+  done
   command -v ldconfig >/dev/null && ldconfig
   mkdir -p "$(dirname "$RUNTIME_STAMP")"
   echo "$RUNTIME_ID" >"$RUNTIME_STAMP"

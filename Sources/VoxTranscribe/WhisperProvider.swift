@@ -110,10 +110,11 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
                 + "decoded alone. 0: off."
         ),
         OptionSpec(
-            "threads", .integer(0...256), default: 1,
+            "threads", .integer(0...256), default: 0,
             help:
-                "CPU threads per decoding item; items decode side by side to fill the cores. More threads make one "
-                + "item faster on an idle machine and much slower on a busy one; 0: one per core."
+                "CPU threads per decode. 0: the cores no other decode of the run is using, shared fairly with "
+                + "decodes waiting (one item alone gets every core; items side by side one each). Transcripts do "
+                + "not depend on it."
         ),
     ]
 
@@ -145,7 +146,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             model: model, modelFile: resolveModel(model, baseDirectory: options.baseDirectory),
             modelPath: isPath(model)
                 ? URL(fileURLWithPath: model, relativeTo: options.baseDirectory).standardizedFileURL : nil,
-            language: language == "auto" ? nil : language, threads: options.int("threads") ?? 1,
+            language: language == "auto" ? nil : language, threads: options.int("threads") ?? 0,
             packSeconds: options.double("packSeconds") ?? 0, options: o)
     }
 
@@ -172,10 +173,11 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     let engines: EngineCache
     private let lock = NSLock()
     private var engine: WhisperEngine?
-    /// Decodes running now, and how many may run at once: each uses `threads` cores, and more
-    /// threads than cores make ggml's spinning workers 10x slower.
+    /// The cores the provider's decodes use now (one per thread, at most every core), how many
+    /// decodes wait for one, and how many began.
     private let slots = NSCondition()
-    private var decoding = 0
+    private var busyCores = 0
+    private var waiting = 0
     private var started = 0
 
     /// How many decodes (whisper_full calls for a chunk or a packed window) this provider began.
@@ -230,24 +232,36 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         Session(provider: self, decoder: try loadedEngine().makeDecoder())
     }
 
-    /// Threads per decode: the spec's count (default 1), or every core for 0. One thread per item
-    /// is the default because ggml's workers wait for each other by spinning: on a machine whose
-    /// cores are busy elsewhere, two threads per decode ran up to 10x slower than one. (On the
-    /// baseline runtime the count does not change results: 1, 2 and 3 threads gave byte-identical
-    /// transcripts; the test `transcriptsDoNotDependOnThreadsJobsOrLoad` holds it to that.)
-    var threads: Int { settings.threads > 0 ? settings.threads : ProcessInfo.processInfo.activeProcessorCount }
+    /// Threads per decode. An explicit count is used as it is and holds that many cores (at most
+    /// all of them) while it runs. With 0 (the default) a decode takes the free cores, shared with
+    /// the decodes still waiting: one item alone decodes on every core, two items side by side on
+    /// one each. The count never changes results: ggml gives each output row to one thread, so
+    /// 1, 2 and 3 threads give byte-identical transcripts (the test
+    /// `transcriptsDoNotDependOnThreadsJobsOrLoad` holds it to that). Several threads no longer
+    /// collapse on a busy machine: the runtime's workers sleep at a barrier instead of spinning
+    /// (scripts/patches/ggml-barrier.py; before it, two threads ran up to 10x slower than one).
+    static func threads(requested: Int, cores: Int, busy: Int, waiting: Int) -> (threads: Int, cores: Int) {
+        if requested > 0 { return (requested, min(requested, cores)) }
+        let free = max(1, cores - busy)
+        let share = max(1, free / (waiting + 1))
+        return (share, share)
+    }
 
-    /// Waits (on the calling thread, never a pool thread) for a free slot; false when the decode
-    /// was cancelled while it waited.
-    fileprivate func beginDecode(unless abort: WhisperAbort) -> Bool {
-        let capacity = max(1, ProcessInfo.processInfo.activeProcessorCount / threads)
+    /// Waits (on the calling thread, never a pool thread) for a free core; the threads to decode
+    /// with and the cores they hold, or nil when the decode was cancelled while it waited.
+    fileprivate func beginDecode(unless abort: WhisperAbort) -> (threads: Int, cores: Int)? {
+        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let needed = settings.threads > 0 ? min(settings.threads, cores) : 1
         slots.lock()
         defer { slots.unlock() }
-        while decoding >= capacity && !abort.isRequested { slots.wait() }
-        guard !abort.isRequested else { return false }
-        decoding += 1
+        waiting += 1
+        while cores - busyCores < needed && !abort.isRequested { slots.wait() }
+        waiting -= 1
+        guard !abort.isRequested else { return nil }
+        let granted = Self.threads(requested: settings.threads, cores: cores, busy: busyCores, waiting: waiting)
+        busyCores += granted.cores
         started += 1
-        return true
+        return granted
     }
 
     /// Wakes every decode waiting for a slot, so a cancelled one stops waiting.
@@ -257,9 +271,9 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         slots.unlock()
     }
 
-    fileprivate func endDecode() {
+    fileprivate func endDecode(cores: Int) {
         slots.lock()
-        decoding -= 1
+        busyCores -= cores
         slots.broadcast()
         slots.unlock()
     }
@@ -305,17 +319,17 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
             var options = provider.settings.options
             options.language = language
-            options.threads = provider.threads
             let settings = options
             let abort = WhisperAbort()
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     Thread.detachNewThread { [provider] in
-                        guard provider.beginDecode(unless: abort) else {
+                        guard let granted = provider.beginDecode(unless: abort) else {
                             return continuation.resume(throwing: CancellationError())
                         }
-                        defer { provider.endDecode() }
-                        let options = settings
+                        defer { provider.endDecode(cores: granted.cores) }
+                        var options = settings
+                        options.threads = granted.threads
                         continuation.resume(
                             with: Result {
                                 try decoder.decode(

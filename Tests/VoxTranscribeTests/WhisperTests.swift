@@ -209,6 +209,10 @@ import VoxTesting
                         stageID: "asr", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: [:],
                         specs: WhisperProvider.options))
             ).count == 1 + WhisperRuntime.libraryFiles.count)
+        // Its workers sleep at a barrier (scripts/patches/ggml-barrier.py): the CPU code calls
+        // futex through syscall(2), which upstream ggml never does.
+        let cpuCode = try #require(WhisperRuntime.libraryFiles.first { $0.lastPathComponent.hasPrefix("libggml-cpu") })
+        #expect(try Data(contentsOf: cpuCode).range(of: Data("syscall\0".utf8)) != nil, "\(cpuCode.path)")
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
         try WhisperRuntime.checkCPU()
         let old: Set<String> = ["pni", "ssse3", "sse4_2", "avx", "f16c", "bmi2"]
@@ -217,6 +221,22 @@ import VoxTesting
         #expect(
             error?.message.hasPrefix("this CPU lacks AVX2, FMA, which the whisper runtime needs (built for x86-64-v3)")
                 == true)
+    }
+
+    @Test func aDecodeTakesTheFreeCoresSharedWithTheDecodesWaiting() {
+        func granted(_ requested: Int, cores: Int, busy: Int = 0, waiting: Int = 0) -> [Int] {
+            let g = WhisperProvider.threads(requested: requested, cores: cores, busy: busy, waiting: waiting)
+            return [g.threads, g.cores]
+        }
+        // One item alone decodes on every core; with another waiting, they take half each.
+        #expect(granted(0, cores: 2) == [2, 2])
+        #expect(granted(0, cores: 2, waiting: 1) == [1, 1])
+        #expect(granted(0, cores: 8, busy: 2, waiting: 2) == [2, 2])
+        #expect(granted(0, cores: 2, busy: 1) == [1, 1])
+        #expect(granted(0, cores: 1) == [1, 1])
+        // A count from the spec is kept; it holds at most every core.
+        #expect(granted(1, cores: 2) == [1, 1])
+        #expect(granted(4, cores: 2) == [4, 2])
     }
 
     /// The shared base model (the provider's key, so the test process loads it once).

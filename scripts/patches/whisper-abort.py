@@ -4,25 +4,22 @@ graph it computes. Upstream hands it to the CPU backend only for the non-schedul
 checks it between graphs otherwise, so a cancelled decode ran on to the end of an encoder pass
 (seconds, two passes with language detection). Results are unchanged: the patch only lets a
 computation stop early. Applied by scripts/setup-whisper.sh; fails loudly if the source moved."""
+import os
 import sys
 
-path = sys.argv[1]
-src = open(path, encoding="utf-8").read()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sourcepatch import SourcePatch  # noqa: E402
 
-def replace_once(old, new):
-    global src
-    if src.count(old) != 1:
-        sys.exit(f"whisper-abort patch: expected one match for {old[:60]!r} in {path}")
-    src = src.replace(old, new)
+patch = SourcePatch("whisper-abort", sys.argv[1])
 
-replace_once(
+patch.replace_once(
     "static bool ggml_graph_compute_helper(\n      ggml_backend_sched_t   sched,",
     "// voxpipe: the abort callback of the whisper_full call running on this thread.\n"
     "static thread_local ggml_abort_callback voxpipe_abort_callback = nullptr;\n"
     "static thread_local void * voxpipe_abort_callback_data = nullptr;\n\n"
     "static bool ggml_graph_compute_helper(\n      ggml_backend_sched_t   sched,",
 )
-replace_once(
+patch.replace_once(
     "        if (fn_set_n_threads) {\n            fn_set_n_threads(backend, n_threads);\n        }\n    }\n\n"
     "    const bool t = (ggml_backend_sched_graph_compute(sched, graph) == GGML_STATUS_SUCCESS);",
     "        if (fn_set_n_threads) {\n            fn_set_n_threads(backend, n_threads);\n        }\n"
@@ -33,7 +30,7 @@ replace_once(
     "        }\n    }\n\n"
     "    const bool t = (ggml_backend_sched_graph_compute(sched, graph) == GGML_STATUS_SUCCESS);",
 )
-replace_once(
+patch.replace_once(
     "                   const float * samples,\n                           int   n_samples) {\n"
     "    // clear old results\n",
     "                   const float * samples,\n                           int   n_samples) {\n"
@@ -44,4 +41,4 @@ replace_once(
     "    } voxpipe_abort_scope_(params.abort_callback, params.abort_callback_user_data);\n"
     "    // clear old results\n",
 )
-open(path, "w", encoding="utf-8").write(src)
+patch.save()
