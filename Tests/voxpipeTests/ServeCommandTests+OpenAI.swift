@@ -25,7 +25,13 @@ extension ServeCommandTests {
                 ]}
                 """, in: dir, name: "\(UUID().uuidString).json")
         }
-        let local = try spec(#"{"name": "whisper", "model": "base", "language": "de"}"#)
+        // In-process Whisper as the served pipeline configures it (greedy, packing).
+        let served = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json"))) as? [String: Any]
+        let stages = try #require(served?["stages"] as? [[String: Any]])
+        let provider = try #require(stages.first { $0["kind"] as? String == "transcribe" }?["provider"])
+        let local = try spec(
+            String(decoding: try JSONSerialization.data(withJSONObject: provider, options: .sortedKeys), as: UTF8.self))
         // Patient: the server sends nothing while it decodes, and the machine may be busy.
         let remote = try spec(
             #"{"name": "openai", "baseURL": "\#(base)", "maxRetries": 0, "timeout": 900, "lowSpeedSeconds": 900}"#)
