@@ -16,7 +16,7 @@ let package = Package(
             name: "VoxpipeModules",
             targets: [
                 "VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply",
-                "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages",
+                "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages", "VoxFieldService",
             ]),
         // The stage harness, for the test targets and the fuzzer; the executable does not link it.
         .library(name: "VoxTesting", targets: ["VoxTesting"]),
@@ -49,20 +49,24 @@ let package = Package(
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Domain modules: types of one domain that several stage modules share (stage modules
+        // import these, never each other).
+        .target(name: "VoxFieldService", dependencies: ["VoxCore"]),
         .target(
-            name: "VoxDecode", dependencies: ["VoxCore", "CSndFile", .product(name: "Logging", package: "swift-log")]),
+            name: "VoxDecode",
+            dependencies: ["VoxCore", "VoxFieldService", "CSndFile", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxChunk", dependencies: ["VoxCore", "CWhisper"]),
         .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
-        .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxHTTP"]),
+        .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxFieldService", "VoxHTTP"]),
         .target(
             name: "VoxSynthesize",
             dependencies: [
                 "VoxCore", "VoxHTTP", "CEspeakNG", "CSherpaOnnx", .product(name: "Logging", package: "swift-log"),
             ]),
-        .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
+        .target(name: "VoxWrite", dependencies: ["VoxCore", "VoxFieldService", "CSndFile"]),
         .target(name: "VoxCheck", dependencies: ["VoxCore", "VoxDecode"]),
         .target(
             name: "VoxStages",
@@ -116,9 +120,12 @@ let package = Package(
             ]),
         .testTarget(
             name: "VoxWriteTests",
-            dependencies: ["VoxTestSupport", "VoxTesting", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
+            dependencies: [
+                "VoxTestSupport", "VoxTesting", "VoxWrite", "VoxDecode", "VoxResample", "VoxFieldService", "VoxCore",
+            ]),
         .testTarget(
-            name: "VoxAgentTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxAgent", "VoxHTTP", "VoxCore"]),
+            name: "VoxAgentTests",
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxAgent", "VoxHTTP", "VoxFieldService", "VoxCore"]),
         .testTarget(
             name: "VoxStagesTests",
             dependencies: [

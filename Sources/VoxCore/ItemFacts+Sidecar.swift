@@ -12,12 +12,6 @@ extension ItemFactKey where Value == ModerationReport {
     public static var moderationReport: Self { Self("moderationReport") }
 }
 
-extension ItemFactKey where Value == SessionSidecar {
-    /// The voice session the upload's sidecar describes (type, language, device, dates), when it
-    /// has one.
-    public static var session: Self { Self("session") }
-}
-
 /// A moderation upload's report, as its sidecar gives it: every field (evidence records them all
 /// in report.json), and the ones evidence reads by name.
 public struct ModerationReport: Sendable, Equatable {
@@ -36,25 +30,4 @@ public struct ModerationReport: Sendable, Equatable {
 
     /// `reportedAt` (ISO 8601), when it is a string.
     public var reportedAt: String? { fields["reportedAt"]?.stringValue }
-}
-
-/// A voice session's sidecar: every field (an agent log's header records them all), and the
-/// ones stages read by name.
-public struct SessionSidecar: Sendable, Equatable {
-    /// Every field of the sidecar.
-    public var fields: [String: JSONValue]
-
-    public init(fields: [String: JSONValue]) { self.fields = fields }
-
-    /// The session's language (`de`, `en`), when the sidecar says.
-    public var language: String? { fields["language"]?.stringValue }
-
-    /// How long the session may last: audio past it is not decoded.
-    public var maxDurationMinutes: Double? { fields["maxDurationMinutes"]?.numberValue }
-
-    /// The texts of the fields that may date the session, in order of preference: `startedAt`,
-    /// `recordedAt`, `recordingStartedAt`, `date`.
-    public var dates: [String] {
-        ["startedAt", "recordedAt", "recordingStartedAt", "date"].compactMap { fields[$0]?.stringValue }
-    }
 }

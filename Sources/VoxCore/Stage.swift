@@ -141,7 +141,6 @@ extension Transcript: StageInput {}
 extension Reply: StageInput {}
 extension Speech: StageInput {}
 extension Artifact: StageInput {}
-extension AgentTurn: StageInput {}
 
 /// What the planner knows about the audio on an edge: a fixed rate and channel count, or "as the
 /// source" (nil) until a stage fixes it.

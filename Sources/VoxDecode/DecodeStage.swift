@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import VoxCore
+import VoxFieldService
 
 /// `decode`: InputFile → AudioBlock. Reads the file with libsndfile in fixed-size blocks (never
 /// the whole file at once) — WAV, FLAC, Ogg Vorbis, Opus, MP3, AIFF, CAF, W64, RF64 and every

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFieldService
 
 /// `read-text`: InputFile → Transcript. Text in place of audio, so reply, synthesize and agent
 /// pipelines run (and are checked) without speech recognition in front of them:

@@ -1,4 +1,5 @@
 import Foundation
+import VoxCore
 
 /// One turn of a voice-agent session: which agent answered, what it says (its `reply`, which a
 /// `synthesize` stage speaks as it would a tutor's reply), and the function calls it made, each
@@ -42,6 +43,8 @@ public struct AgentTurn: Payload {
         (self as? T) ?? reply.carried(T.self)
     }
 }
+
+extension AgentTurn: StageInput {}
 
 /// A function call an agent made, with its arguments and what became of it.
 public struct FunctionCall: Sendable, Hashable, Codable {
