@@ -19,9 +19,12 @@ extension ItemFactKey where Value == AudioFormat {
 extension ItemFactKey where Value == Double {
     /// The audio's length in seconds (also what the runner reports and the ledger keeps).
     public static var audioSeconds: Self { Self("audioSeconds") }
-    /// Where decode cut the audio because the session sidecar's `maxDurationMinutes` ended the
-    /// session, in seconds: given with `audioSeconds`, when the audio was cut.
+    /// Where decode cut the audio because the item's `lengthLimit` ended it, in seconds: given
+    /// with `audioSeconds`, when the audio was cut.
     public static var cutAt: Self { Self("cutAt") }
+    /// How long the item's audio may be, in seconds (a voice session's `maxDurationMinutes`):
+    /// what lies past it is not decoded. Learnt before any stage runs (`ItemExpansion.learnFacts`).
+    public static var lengthLimit: Self { Self("lengthLimit") }
 }
 
 /// The facts the runner keeps for one item (`ItemContext.facts`), by typed key: set by the stage

@@ -338,10 +338,11 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
             case .itemFinished(let result):
                 switch result.status {
                 case .failed:
+                    // The file and the channel it was (a seat), as it has always read.
+                    let channel = result.item.part?.channel.map { "#\($0.name)" } ?? ""
                     emit(
-                        "voxpipe: error: \(result.item.url.path)\(result.item.track.map { "#\($0.name)" } ?? ""): "
-                            + "\(result.failure.map(\.description) ?? "failed")"
-                    )
+                        "voxpipe: error: \(result.item.url.path)\(channel): "
+                            + "\(result.failure.map(\.description) ?? "failed")")
                 case .done, .skipped:
                     if !isTTY {
                         emit(

@@ -27,15 +27,12 @@ import VoxCore
         // Given an upload whose reports make three windows (no seats), beside a plain file.
         let upload = Self.file("room")
         let windows = ["R-1", "R-2", "R-3"].map { name in
-            var window = upload
-            window.outputName += "/\(name)"
-            window.window = InputFile.Window(name: name, reportIDs: [name], end: 10, seconds: 5)
-            return window
+            upload.forPart(named: name) { $0.span = ItemPart.Span(start: 5, end: 10) }
         }
         let plain = Self.file("plain")
         // When the runner reports them as it runs them.
         let events: [RunEvent] =
-            [.started(total: 2), .itemStarted(upload), .itemStarted(plain), .itemSplit(upload, tracks: 3)]
+            [.started(total: 2), .itemStarted(upload), .itemStarted(plain), .itemSplit(upload, parts: 3)]
             + windows.prefix(2).map { Self.result($0) } + [Self.result(plain, .failed), Self.result(windows[2])]
         let counts = Self.counts(events, total: 2)
         // Then the total counts each window, no count ever goes below zero, and at the end
@@ -47,14 +44,15 @@ import VoxCore
 
     @Test func aFileSplitIntoSeatsAndWindowsRunsUntilItsLastItemAndOneSplitIntoNoneStops() {
         let upload = Self.file("room")
-        let parts = ["seat0-a/R-1", "seat0-a/R-2", "seat1-b/R-1"].map { name in
-            var part = upload.forTrack(InputFile.Track(channel: 0, name: String(name.prefix(7)), user: nil))
-            part.window = InputFile.Window(name: String(name.suffix(3)), reportIDs: ["R"], end: 1, seconds: 1)
-            return part
+        let parts = [(0, "R-1"), (0, "R-2"), (1, "R-1")].map { channel, window in
+            upload.forPart(named: "seat\(channel)") {
+                $0.channel = ItemPart.Channel(index: channel, name: "seat\(channel)")
+            }
+            .forPart(named: window) { $0.span = ItemPart.Span(start: 0, end: 1) }
         }
         let empty = Self.file("empty")
         let events: [RunEvent] =
-            [.itemStarted(upload), .itemSplit(upload, tracks: 3), .itemStarted(empty), .itemSplit(empty, tracks: 0)]
+            [.itemStarted(upload), .itemSplit(upload, parts: 3), .itemStarted(empty), .itemSplit(empty, parts: 0)]
             + parts.map { Self.result($0) }
         let counts = Self.counts(events, total: 2)
         #expect(counts.map(\.running) == [1, 1, 2, 1, 1, 1, 0])

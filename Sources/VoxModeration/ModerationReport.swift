@@ -1,11 +1,4 @@
-import Foundation
-
-// An upload's sidecar (`X.json` beside `X.<ext>`) read two ways: as a moderation report (for
-// evidence) and as a voice session's settings (for agents and their logs). Each reading is its own
-// typed fact, so a stage states which it records and reads named fields, not a dictionary's keys.
-// Both stay in VoxCore until moderation and agent details move to modules of their own: the stage
-// that gives them (decode) and the stages that use them (write-evidence, agent) are in different
-// modules, which never import each other.
+import VoxCore
 
 extension ItemFactKey where Value == ModerationReport {
     /// The moderation report the upload's sidecar holds, when it has one.
