@@ -1,7 +1,9 @@
 import Foundation
 
 /// An item fact's typed key: `facts[.sourceFormat]` is an `AudioFormat?`. Keys for facts several
-/// stage modules share are declared in VoxCore (no stage module imports another).
+/// stage modules share are declared in VoxCore, or in the domain module they belong to
+/// (`.moderationReport` in VoxModeration, `.session` in VoxFieldService), which those stage
+/// modules import; no stage module imports another.
 public typealias ItemFactKey<Value: Sendable> = TypedKey<ItemFacts, Value>
 
 /// A fact about an item that one stage learns while it runs and other stages record, named with

@@ -247,7 +247,8 @@ public struct ItemContext: Sendable {
     public var item: InputFile
     public var outputs: ItemOutputs
     public var logger: Logger
-    /// Facts stages learn about the item (decode: its format, length and report), for the runner
+    /// Facts stages learn about the item (decode: its format and length; the item expansion: its
+    /// report), for the runner
     /// and for stages that record them.
     public var facts: ItemFacts
     /// The conversation this item continues (`voxpipe serve`: the channel's); nil makes the item
