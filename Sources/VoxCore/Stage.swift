@@ -248,8 +248,7 @@ public struct ItemContext: Sendable {
     public var outputs: ItemOutputs
     public var logger: Logger
     /// Facts stages learn about the item (decode: its format and length; the item expansion: its
-    /// report), for the runner
-    /// and for stages that record them.
+    /// report), for the runner and for stages that record them.
     public var facts: ItemFacts
     /// The conversation this item continues (`voxpipe serve`: the channel's); nil makes the item
     /// a conversation of its own.
