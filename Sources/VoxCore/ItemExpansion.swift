@@ -24,7 +24,7 @@ extension ItemExpansion {
 }
 
 extension StageDeclarationKey where Value == any ItemExpansion {
-    /// That the stage turns each input file into the run's items (`ItemExpansion`). At most one
-    /// stage of a plan declares it, one that reads the input files.
+    /// That the stage turns each input file into the run's items (`ItemExpansion`): a stage that
+    /// reads the input files declares it (the first of a plan's stages to declare it is asked).
     public static var itemExpansion: Self { Self("itemExpansion") }
 }

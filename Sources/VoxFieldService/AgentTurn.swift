@@ -90,3 +90,9 @@ public struct FunctionCall: Sendable, Hashable, Codable {
 
     public var accepted: Bool { rejection == nil }
 }
+
+extension StageDeclarationKey where Value == [String] {
+    /// The record types a stage's turns save (the agent's record schemas): `write-records` writes
+    /// one file for each, empty when nothing was saved.
+    public static var recordTypes: Self { Self("recordTypes") }
+}
