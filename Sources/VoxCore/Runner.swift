@@ -166,7 +166,8 @@ public struct Runner: Sendable {
         do {
             parts = try plan.expand(item)
         } catch {
-            let node = plan.expansionNode ?? plan.nodes.first { $0.parents.isEmpty } ?? plan.nodes[0]
+            // Only the stage declaring the expansion expands, so only it can have thrown.
+            let node = plan.expansionNode ?? plan.nodes[0]
             let result = ItemResult(item: item, status: .failed, failure: Self.failure(error, node: node, item: item))
             observer?.handle(.itemFinished(result))
             return [result]
