@@ -105,6 +105,8 @@ public struct ModerationItems: ItemExpansion {
         self.probe = probe
     }
 
+    /// The seats and report windows `item` becomes (see the type's doc); nil when it is split
+    /// neither way. Reads the sidecar and the header only.
     public func expand(_ item: InputFile) throws -> [InputFile]? {
         let report =
             configuration.split || configuration.sidecar != .ignore
@@ -150,6 +152,8 @@ public struct ModerationItems: ItemExpansion {
         }
     }
 
+    /// The item's sidecar as `.moderationReport`, `.session` and `.lengthLimit`; throws when the
+    /// sidecar is required and bad, or when a split upload's item comes whole.
     public func learnFacts(of item: InputFile, into facts: ItemFacts, logger: Logger) throws {
         if configuration.split && item.seat == nil {
             throw ModerationError(
