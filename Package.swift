@@ -16,7 +16,7 @@ let package = Package(
             name: "VoxpipeModules",
             targets: [
                 "VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply",
-                "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages",
+                "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages", "VoxFieldService", "VoxModeration",
             ]),
         // The stage harness, for the test targets and the fuzzer; the executable does not link it.
         .library(name: "VoxTesting", targets: ["VoxTesting"]),
@@ -49,20 +49,30 @@ let package = Package(
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Domain modules: types of one domain that several stage modules share (stage modules
+        // import these, never each other).
+        .target(name: "VoxFieldService", dependencies: ["VoxCore"]),
         .target(
-            name: "VoxDecode", dependencies: ["VoxCore", "CSndFile", .product(name: "Logging", package: "swift-log")]),
+            name: "VoxModeration",
+            dependencies: ["VoxCore", "VoxFieldService", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "VoxDecode",
+            dependencies: [
+                "VoxCore", "VoxFieldService", "VoxModeration", "CSndFile",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxChunk", dependencies: ["VoxCore", "CWhisper"]),
         .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
-        .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxHTTP"]),
+        .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxFieldService", "VoxHTTP"]),
         .target(
             name: "VoxSynthesize",
             dependencies: [
                 "VoxCore", "VoxHTTP", "CEspeakNG", "CSherpaOnnx", .product(name: "Logging", package: "swift-log"),
             ]),
-        .target(name: "VoxWrite", dependencies: ["VoxCore", "CSndFile"]),
+        .target(name: "VoxWrite", dependencies: ["VoxCore", "VoxFieldService", "VoxModeration", "CSndFile"]),
         .target(name: "VoxCheck", dependencies: ["VoxCore", "VoxDecode"]),
         .target(
             name: "VoxStages",
@@ -81,7 +91,7 @@ let package = Package(
             name: "voxpipe",
             dependencies: [
                 "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
-                "VoxWrite", "VoxCheck", "VoxStages", "VoxServe",
+                "VoxWrite", "VoxCheck", "VoxStages", "VoxServe", "VoxModeration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -95,9 +105,10 @@ let package = Package(
         .target(
             name: "VoxTestSupport", dependencies: ["VoxTesting", "VoxCore", "VoxDecode"], path: "Tests/VoxTestSupport"),
         .testTarget(name: "VoxHTTPTests", dependencies: ["VoxTestSupport", "VoxHTTP", "VoxCore"]),
-        .testTarget(name: "VoxCoreTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxCore"]),
+        .testTarget(name: "VoxCoreTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxModeration", "VoxCore"]),
         .testTarget(
-            name: "VoxDecodeTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxDecode", "VoxCore", "CSndFile"]),
+            name: "VoxDecodeTests",
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxDecode", "VoxCore", "CSndFile"]),
         .testTarget(
             name: "VoxResampleTests",
             dependencies: ["VoxTestSupport", "VoxTesting", "VoxResample", "VoxDecode", "VoxCore"]),
@@ -116,14 +127,25 @@ let package = Package(
             ]),
         .testTarget(
             name: "VoxWriteTests",
-            dependencies: ["VoxTestSupport", "VoxTesting", "VoxWrite", "VoxDecode", "VoxResample", "VoxCore"]),
+            dependencies: [
+                "VoxTestSupport", "VoxTesting", "VoxWrite", "VoxDecode", "VoxResample", "VoxFieldService",
+                "VoxModeration",
+                "VoxCore",
+            ]),
         .testTarget(
-            name: "VoxAgentTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxAgent", "VoxHTTP", "VoxCore"]),
+            name: "VoxAgentTests",
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxAgent", "VoxHTTP", "VoxFieldService", "VoxCore"]),
         .testTarget(
             name: "VoxStagesTests",
             dependencies: [
                 "VoxStages", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
                 "VoxWrite", "VoxAgent", "VoxCore",
+            ]),
+        .testTarget(
+            name: "VoxModerationTests",
+            dependencies: [
+                "VoxTestSupport", "VoxModeration", "VoxFieldService", "VoxCore",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "VoxCheckTests", dependencies: ["VoxTestSupport", "VoxCheck", "VoxCore"]),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFieldService
 
 /// Why an agent cannot be set up: a records folder that cannot be read or whose schemas do not
 /// check.

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFieldService
 
 /// `agent`: Transcript → AgentTurn. A field-service voice session, turn by turn: each
 /// non-empty transcript goes to the agent in charge (`triage` routes to contacts, jobs,

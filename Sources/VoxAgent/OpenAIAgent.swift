@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFieldService
 import VoxHTTP
 
 /// An agent on an OpenAI-compatible chat model (`POST {baseURL}/chat/completions`): one

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFieldService
 
 /// The offline, deterministic agent: routes each turn by keywords (English and German), pulls
 /// names, phone numbers, e-mail and street addresses, dates, times, amounts and line items out of

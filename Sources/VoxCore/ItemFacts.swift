@@ -1,7 +1,9 @@
 import Foundation
 
 /// An item fact's typed key: `facts[.sourceFormat]` is an `AudioFormat?`. Keys for facts several
-/// stage modules share are declared in VoxCore (no stage module imports another).
+/// stage modules share are declared in VoxCore, or in the domain module they belong to
+/// (`.moderationReport` in VoxModeration, `.session` in VoxFieldService), which those stage
+/// modules import; no stage module imports another.
 public typealias ItemFactKey<Value: Sendable> = TypedKey<ItemFacts, Value>
 
 /// A fact about an item that one stage learns while it runs and other stages record, named with
@@ -19,9 +21,12 @@ extension ItemFactKey where Value == AudioFormat {
 extension ItemFactKey where Value == Double {
     /// The audio's length in seconds (also what the runner reports and the ledger keeps).
     public static var audioSeconds: Self { Self("audioSeconds") }
-    /// Where decode cut the audio because the session sidecar's `maxDurationMinutes` ended the
-    /// session, in seconds: given with `audioSeconds`, when the audio was cut.
+    /// Where decode cut the audio because the item's `lengthLimit` ended it, in seconds: given
+    /// with `audioSeconds`, when the audio was cut.
     public static var cutAt: Self { Self("cutAt") }
+    /// How long the item's audio may be, in seconds (a voice session's `maxDurationMinutes`):
+    /// what lies past it is not decoded. Learnt before any stage runs (`ItemExpansion.learnFacts`).
+    public static var lengthLimit: Self { Self("lengthLimit") }
 }
 
 /// The facts the runner keeps for one item (`ItemContext.facts`), by typed key: set by the stage

@@ -58,50 +58,9 @@ public struct AudioFormat: Sendable, Hashable, Codable, CustomStringConvertible 
     public var description: String { "\(sampleRate) Hz, \(channels) ch" }
 }
 
-/// One audio file to process: the unit of work ("item"), or one track (seat) of it.
+/// One audio file to process: the unit of work ("item"), or one part of it (`ItemPart`).
 public struct InputFile: Payload, Hashable {
     public static let payloadType = PayloadType.inputFile
-
-    /// One channel of a multi-channel upload, processed as an item of its own.
-    public struct Track: Sendable, Hashable, Codable {
-        /// 0-based channel index in the file.
-        public var channel: Int
-        /// Folder name: `seat<N>-<user>` from the report's seat map, else `channel<N>`.
-        public var name: String
-        /// The user on that seat, when the report names one.
-        public var user: String?
-
-        public init(channel: Int, name: String, user: String?) {
-            self.channel = channel
-            self.name = name
-            self.user = user
-        }
-    }
-
-    /// A stretch of the recording one report is about: it ends at the reported moment and
-    /// lasts `seconds`, clipped at the recording's start. Reports of one user close together
-    /// share one window (`reportIDs` lists them all).
-    public struct Window: Sendable, Hashable, Codable {
-        /// Folder name: the (first) report id, made safe for a path.
-        public var name: String
-        public var reportIDs: [String]
-        /// The reported moment, in seconds into the recording.
-        public var end: Double
-        /// How long the window was asked to be.
-        public var seconds: Double
-
-        public init(name: String, reportIDs: [String], end: Double, seconds: Double) {
-            self.name = name
-            self.reportIDs = reportIDs
-            self.end = end
-            self.seconds = seconds
-        }
-
-        /// Where the window starts: `seconds` before the end, or the recording's start.
-        public var start: Double { max(0, end - seconds) }
-        /// Seconds the recording did not have before its start.
-        public var shortfall: Double { max(0, seconds - end) }
-    }
 
     /// Where the file is.
     public var url: URL
@@ -111,36 +70,19 @@ public struct InputFile: Payload, Hashable {
     /// The item's output folder, relative to the output directory: the relative path without its
     /// extension, or with it where two inputs would otherwise share a folder.
     public var outputName: String
-    /// The track this item is, when its upload is split per channel.
-    public var track: Track?
-    /// The report window this item is, when its upload's reports name moments.
-    public var window: Window?
+    /// The part of the file this item is, when the file became several items (`ItemExpansion`).
+    public var part: ItemPart?
 
-    public init(url: URL, relativePath: String, outputName: String, track: Track? = nil, window: Window? = nil) {
+    public init(url: URL, relativePath: String, outputName: String, part: ItemPart? = nil) {
         self.url = url
         self.relativePath = relativePath
         self.outputName = outputName
-        self.track = track
-        self.window = window
+        self.part = part
     }
 
-    /// This file's item for one track: same input, its own output folder.
-    public func forTrack(_ track: Track) -> InputFile {
-        InputFile(
-            url: url, relativePath: relativePath, outputName: "\(outputName)/\(track.name)", track: track,
-            window: window)
-    }
-
-    /// This item's part for one report window: same input (and track), its own output folder.
-    public func forWindow(_ window: Window) -> InputFile {
-        InputFile(
-            url: url, relativePath: relativePath, outputName: "\(outputName)/\(window.name)", track: track,
-            window: window)
-    }
-
-    /// `path` or `path#track` for messages and reports.
+    /// `path` or `path#part#part` for messages and reports.
     public var displayName: String {
-        [relativePath, track?.name, window?.name].compactMap { $0 }.joined(separator: "#")
+        ([relativePath] + (part?.names ?? [])).joined(separator: "#")
     }
 
     /// The report sidecar's place: `X.json` beside `X.<ext>`.

@@ -80,12 +80,16 @@ public struct Plan: Sendable {
         return order
     }
 
-    /// The items a file becomes: one per track when the stage reading files splits it, else
-    /// the file itself. Reads at most the file's header and report sidecar.
+    /// The stage that declares the item-expansion role (`.itemExpansion`), if one does.
+    public var expansionNode: Node? {
+        nodes.first { $0.declarations.declares(StageDeclarationKey.itemExpansion.erased) }
+    }
+
+    /// The items a file becomes, as the stage declaring the item-expansion role says (one per seat
+    /// of a split upload, one per report window); else the file itself. Reads at most the file's
+    /// header and sidecar.
     public func expand(_ item: InputFile) throws -> [InputFile] {
-        guard let root = nodes.first(where: \.parents.isEmpty),
-            let items = try root.kind.expand(root.configuration, item)
-        else { return [item] }
+        guard let items = try expansionNode?.declarations[.itemExpansion]?.expand(item) else { return [item] }
         return items
     }
 

@@ -47,8 +47,9 @@ public struct ItemResult: Sendable {
 public enum RunEvent: Sendable {
     case started(total: Int)
     case itemStarted(InputFile)
-    /// An item split into this many tracks, each finishing on its own.
-    case itemSplit(InputFile, tracks: Int)
+    /// An input file became this many items (`ItemExpansion`: seats, report windows), each
+    /// finishing on its own.
+    case itemSplit(InputFile, parts: Int)
     case itemFinished(ItemResult)
     case warning(String)
 }
@@ -157,28 +158,30 @@ public struct Runner: Sendable {
         return perItem.compactMap { $0 }.flatMap { $0 }
     }
 
-    /// Runs a file: each of its tracks in turn when the plan splits it, else the file itself.
+    /// Runs a file: each item it becomes in turn when a stage declares the item-expansion role
+    /// and makes it several (or a part), else the file itself. A file that cannot be expanded
+    /// fails at that stage.
     func processSplitting(_ item: InputFile, observer: (any RunObserver)?) async -> [ItemResult] {
         let parts: [InputFile]
         do {
             parts = try plan.expand(item)
         } catch {
-            let root = plan.nodes.first { $0.parents.isEmpty }
-            let result = ItemResult(
-                item: item, status: .failed, failure: Self.failure(error, node: root ?? plan.nodes[0], item: item))
+            // Only the stage declaring the expansion expands, so only it can have thrown.
+            let node = plan.expansionNode ?? plan.nodes[0]
+            let result = ItemResult(item: item, status: .failed, failure: Self.failure(error, node: node, item: item))
             observer?.handle(.itemFinished(result))
             return [result]
         }
-        if parts.count != 1 || parts.first?.track != nil || parts.first?.window != nil {
-            observer?.handle(.itemSplit(item, tracks: parts.count))
+        if parts.count != 1 || parts.first?.part != nil {
+            observer?.handle(.itemSplit(item, parts: parts.count))
         }
         var results: [ItemResult] = []
         for part in parts {
             guard !Task.isCancelled else { break }
             let result = await process(part)
             for warning in result.warnings {
-                let track = [part.track?.name, part.window?.name].compactMap { $0 }.map { "#" + $0 }.joined()
-                observer?.handle(.warning("\(part.url.path)\(track): \(warning)"))
+                let names = (part.part?.names ?? []).map { "#" + $0 }.joined()
+                observer?.handle(.warning("\(part.url.path)\(names): \(warning)"))
             }
             observer?.handle(.itemFinished(result))
             results.append(result)
@@ -289,6 +292,15 @@ public struct Runner: Sendable {
     /// all have ended. The first failure ends the item: the failed stage's inbox and outputs fail
     /// and every other stage is cancelled, so no stage is left waiting on one that has died.
     func drive(_ value: any Payload, into start: Int, context: ItemContext, sink: any OutputSink) async throws {
+        // A file fed to the stage declaring the item-expansion role: what holds for the item is
+        // learnt first, and failing to learn it fails the item at that stage.
+        if let file = value as? InputFile, let node = plan.expansionNode, node.index == start {
+            do {
+                try node.declarations[.itemExpansion]?.learnFacts(of: file, into: context.facts, logger: context.logger)
+            } catch {
+                throw Self.failure(error, node: node, item: context.item)
+            }
+        }
         let active = plan.descendants(of: start)
         try await withThrowingTaskGroup(of: Void.self) { group in
             let inboxes = plan.nodes.map { _ in PayloadChannel() }

@@ -33,10 +33,6 @@ public protocol Stage: Sendable {
     /// `turn-NNNN.wav`), for `--dry-run`; empty for stages that write none.
     static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String]
 
-    /// For a first stage: the items one input file becomes (one per channel of a split upload,
-    /// one per report window, …), each with its own output folder; nil keeps the file one item.
-    static func expand(_ configuration: Configuration, item: InputFile) throws -> [InputFile]?
-
     /// How much of its input stream the stage needs (a tail chunker only the last N seconds),
     /// so the decoder can seek instead of decoding what nothing will use.
     static func demand(_ configuration: Configuration) -> StreamDemand
@@ -54,7 +50,8 @@ public protocol Stage: Sendable {
 
     /// What the stage declares about itself, typed, for the stages it feeds and the records a run
     /// keeps: an agent its record types (`.recordTypes`), a resampler the format it gives
-    /// (`.resampling`). The plan hands each stage the declarations of the stages it reads from
+    /// (`.resampling`), a stage reading uploads the items each becomes (`.itemExpansion`). The plan
+    /// hands each stage the declarations of the stages it reads from
     /// (`StageContext.upstream`) and every stage's (`Provenance.stages`), so no stage looks
     /// another up by kind string. The default declares nothing.
     static func declarations(_ configuration: Configuration) -> StageDeclarations
@@ -95,7 +92,6 @@ extension Stage {
     }
     public func prepare() async throws {}
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] { [] }
-    public static func expand(_ configuration: Configuration, item: InputFile) throws -> [InputFile]? { nil }
     public static func demand(_ configuration: Configuration) -> StreamDemand { .whole }
     public static func identityFiles(_ configuration: Configuration) -> [URL] { [] }
     public static func provenance(_ configuration: Configuration) -> [String: JSONValue]? { nil }
@@ -141,7 +137,6 @@ extension Transcript: StageInput {}
 extension Reply: StageInput {}
 extension Speech: StageInput {}
 extension Artifact: StageInput {}
-extension AgentTurn: StageInput {}
 
 /// What the planner knows about the audio on an edge: a fixed rate and channel count, or "as the
 /// source" (nil) until a stage fixes it.
@@ -252,8 +247,8 @@ public struct ItemContext: Sendable {
     public var item: InputFile
     public var outputs: ItemOutputs
     public var logger: Logger
-    /// Facts stages learn about the item (decode: its format, length and report), for the runner
-    /// and for stages that record them.
+    /// Facts stages learn about the item (decode: its format and length; the item expansion: its
+    /// report), for the runner and for stages that record them.
     public var facts: ItemFacts
     /// The conversation this item continues (`voxpipe serve`: the channel's); nil makes the item
     /// a conversation of its own.

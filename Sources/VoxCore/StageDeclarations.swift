@@ -2,19 +2,13 @@ import Foundation
 
 /// A stage declaration's typed key, as `ItemFactKey` is an item fact's: a stage kind declares,
 /// from its configuration, what the stages it feeds or the run's records need to know about it
-/// (an agent its record types), and they read it typed (`declarations[.recordTypes]` is a
-/// `[String]?`), never by kind string or from another stage's options.
+/// (an agent its record types), and they read it typed (VoxFieldService's `declarations[.recordTypes]`
+/// is a `[String]?`), never by kind string or from another stage's options.
 public typealias StageDeclarationKey<Value: Sendable> = TypedKey<StageDeclarations, Value>
 
 /// A stage declaration named with its type erased: what a stage needs declared by the stages it
 /// reads from (`Stage.declarationsUsed`), which the planner checks when the spec loads.
 public typealias StageDeclaration = AnyTypedKey<StageDeclarations>
-
-extension StageDeclarationKey where Value == [String] {
-    /// The record types a stage's turns save (the agent's record schemas): `write-records` writes
-    /// one file for each, empty when nothing was saved.
-    public static var recordTypes: Self { Self("recordTypes") }
-}
 
 extension StageDeclarationKey where Value == StreamFormat {
     /// That the stage converts the audio's rate or channels, and the format it gives (nil parts

@@ -18,7 +18,6 @@ public struct StageKind: Sendable {
     let outputFormat: @Sendable (any Sendable, StreamFormat) throws -> StreamFormat
     let instantiate: @Sendable (String, any Sendable, StageContext) throws -> any StageRunner
     let plannedOutputs: @Sendable (any Sendable, String, PayloadType) -> [String]
-    let expand: @Sendable (any Sendable, InputFile) throws -> [InputFile]?
     let demand: @Sendable (any Sendable) -> StreamDemand
     let identityFiles: @Sendable (any Sendable) -> [URL]
     let provenance: @Sendable (any Sendable) -> [String: JSONValue]?
@@ -41,10 +40,6 @@ public struct StageKind: Sendable {
                 throw VoxError(.internal, "configuration type mismatch for \(S.kind)")
             }
             return try S.outputFormat(c, input: input)
-        }
-        expand = { configuration, item in
-            guard let c = configuration as? S.Configuration else { return nil }
-            return try S.expand(c, item: item)
         }
         identityFiles = { configuration in (configuration as? S.Configuration).map(S.identityFiles) ?? [] }
         provenance = { configuration in (configuration as? S.Configuration).flatMap(S.provenance) }

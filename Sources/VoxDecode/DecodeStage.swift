@@ -1,12 +1,18 @@
 import Foundation
 import Logging
 import VoxCore
+import VoxModeration
 
 /// `decode`: InputFile → AudioBlock. Reads the file with libsndfile in fixed-size blocks (never
 /// the whole file at once) — WAV, FLAC, Ogg Vorbis, Opus, MP3, AIFF, CAF, W64, RF64 and every
 /// other format it opens — and falls back to `ffmpeg` for containers libsndfile lacks (m4a/AAC,
 /// webm). Emits at least one block (an empty one for an empty stream), so downstream stages
 /// always learn the format. Fails the item, never the run, on a bad file.
+///
+/// It decodes what the item is: one channel of the file and one stretch of it, when the item is a
+/// part (`ItemPart`), and no further than the item's `lengthLimit`. Which items an upload becomes
+/// (seats, report windows) is not its business: it declares moderation's item expansion
+/// (`ModerationItems`, with the options that configure it) and lends it the header probe.
 public struct DecodeStage: Stage {
     public typealias Input = InputFile
     public typealias Output = AudioBlock
@@ -20,64 +26,37 @@ public struct DecodeStage: Stage {
         public var maxHours: Double
         /// Whether to try ffmpeg for formats libsndfile cannot read.
         public var ffmpegFallback: Bool
-        /// One item per channel (seat) instead of the file whole.
-        public var split: Bool
-        /// With split: only the seats of the reported user.
-        public var reportedSeatsOnly: Bool
-        public var sidecar: SidecarPolicy
-        /// A report window's length when the report does not give one.
-        public var windowSeconds: Double
-        /// Reports of one user this close together share one window.
-        public var debounceSeconds: Double
-    }
+        /// What items an upload becomes (seats, report windows) and what its sidecar says: the
+        /// moderation options this stage takes for the expansion it declares.
+        public var items: ModerationItems.Configuration
 
-    /// Whether an upload's report sidecar (`X.json` beside `X.<ext>`) must be there.
-    public enum SidecarPolicy: String, Sendable, CaseIterable {
-        /// Read when present and well formed; a bad one is logged and ignored.
-        case optional
-        /// Missing or malformed fails the item.
-        case required
-        /// Never read.
-        case ignore
+        public init(
+            blockFrames: Int = 65536, maxChannels: Int = 64, maxHours: Double = 48, ffmpegFallback: Bool = true,
+            items: ModerationItems.Configuration = .init()
+        ) {
+            self.blockFrames = blockFrames
+            self.maxChannels = maxChannels
+            self.maxHours = maxHours
+            self.ffmpegFallback = ffmpegFallback
+            self.items = items
+        }
     }
 
     public static let kind = "decode"
     public static let summary = "Reads an audio file in blocks: libsndfile formats, others through ffmpeg."
-    public static let options: [OptionSpec] = [
-        OptionSpec(
-            "blockFrames", .integer(256...1_048_576), default: 65536, help: "Frames per block passed downstream."),
-        OptionSpec(
-            "maxChannels", .integer(1...1024), default: 64,
-            help: "Files with more channels fail (a guard against corrupt headers)."),
-        OptionSpec("maxHours", .number(0.001...1000), default: 48, help: "Files declaring longer audio fail."),
-        OptionSpec(
-            "fallback", .choice(["ffmpeg", "none"]), default: "ffmpeg",
-            help: "Decoder for formats libsndfile cannot read (m4a/AAC, webm)."),
-        OptionSpec(
-            "channels", .choice(["keep", "split"]), default: "keep",
-            help:
-                "split: one item per channel (seat), named from the report's seat map; later stages and outputs run "
-                + "per track."
-        ),
-        OptionSpec(
-            "seats", .choice(["all", "reported"]), default: "all",
-            help: "With split: every seat, or only the reported user's."),
-        OptionSpec(
-            "sidecar", .choice(SidecarPolicy.allCases.map(\.rawValue)), default: "optional",
-            help:
-                "The upload's report sidecar X.json: optional, required (missing or malformed fails the item) or "
-                + "ignore."
-        ),
-        OptionSpec(
-            "windowSeconds", .number(1...86400), default: 300,
-            help:
-                "When the sidecar's reports name moments: each is an item of this many seconds before its moment (a "
-                + "report's own \"seconds\" wins)."
-        ),
-        OptionSpec(
-            "debounceSeconds", .number(0...3600), default: 10,
-            help: "Reports of one user whose moments are this close share one window (repeated taps)."),
-    ]
+    /// Its own options, then those of the moderation items it declares (`ModerationItems.options`).
+    public static let options: [OptionSpec] =
+        [
+            OptionSpec(
+                "blockFrames", .integer(256...1_048_576), default: 65536, help: "Frames per block passed downstream."),
+            OptionSpec(
+                "maxChannels", .integer(1...1024), default: 64,
+                help: "Files with more channels fail (a guard against corrupt headers)."),
+            OptionSpec("maxHours", .number(0.001...1000), default: 48, help: "Files declaring longer audio fail."),
+            OptionSpec(
+                "fallback", .choice(["ffmpeg", "none"]), default: "ffmpeg",
+                help: "Decoder for formats libsndfile cannot read (m4a/AAC, webm)."),
+        ] + ModerationItems.options
 
     /// The decoding library's version, for provenance records.
     public static var libraryVersions: [String: String] { ["libsndfile": SndFileReader.version] }
@@ -86,131 +65,25 @@ public struct DecodeStage: Stage {
     public static let sampleRates = 1...768_000
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        let split = options.string("channels") == "split"
-        if !split && options.isSet("seats") {
-            throw options.error("seats", "applies with \"channels\": \"split\" only")
-        }
-        return Configuration(
+        Configuration(
             blockFrames: options.int("blockFrames") ?? 65536, maxChannels: options.int("maxChannels") ?? 64,
             maxHours: options.double("maxHours") ?? 48, ffmpegFallback: options.string("fallback") != "none",
-            split: split, reportedSeatsOnly: options.string("seats") == "reported",
-            sidecar: options.choice("sidecar", as: SidecarPolicy.self) ?? .optional,
-            windowSeconds: options.double("windowSeconds") ?? 300,
-            debounceSeconds: options.double("debounceSeconds") ?? 10)
+            items: try ModerationItems.configure(options))
     }
 
-    /// The source's format and length (and where a session's end cut it), and the sidecar read
-    /// both ways: as a moderation report and as a voice session.
-    public static let factsGiven = ItemFact.list(.sourceFormat, .audioSeconds, .cutAt, .moderationReport, .session)
+    /// The source's format and length (and where the item's length limit cut it), and what the
+    /// items it declares learn from the sidecar before it runs.
+    public static let factsGiven = ItemFact.list(.sourceFormat, .audioSeconds, .cutAt) + ModerationItems.factsGiven
 
-    /// An upload becomes several items: with `channels: split`, one per channel, named
-    /// `seat<N>-<user>` from the sidecar's seat map (`channel<N>` where it names nobody; with
-    /// `seats: reported`, only reported users' seats); and when the sidecar's reports name
-    /// moments, one per report window (per seat), named by report id, reports of one user within
-    /// `debounceSeconds` folded into one.
-    public static func expand(_ configuration: Configuration, item: InputFile) throws -> [InputFile]? {
-        let report =
-            configuration.split || configuration.sidecar != .ignore
-            ? try loadSidecar(for: item, policy: configuration.sidecar, logger: nil) : nil
-        let reports = report?.reports ?? []
-        let placed = reports.contains { $0.moment != nil }
-        guard configuration.split || placed else { return nil }
-        let probe = try probe(item.url, ffmpegFallback: configuration.ffmpegFallback)
-        var items = [item]
-        if configuration.split {
-            guard (1...configuration.maxChannels).contains(probe.channels) else {
-                throw DecodeError(
-                    .outOfBounds, "\(probe.channels) channels is outside 1…maxChannels (\(configuration.maxChannels))")
-            }
-            let seats = report?.seats ?? [:]
-            var tracks = (0..<probe.channels).map { c in
-                InputFile.Track(
-                    channel: c, name: seats[c].map { "seat\(c)-\(safeName($0))" } ?? "channel\(c)", user: seats[c])
-            }
-            if configuration.reportedSeatsOnly {
-                let users = Set(reports.compactMap(\.reportedUser))
-                guard !users.isEmpty else {
-                    throw DecodeError(.unreadable, "seats \"reported\" needs a report sidecar naming the reportedUser")
-                }
-                tracks = tracks.filter { $0.user.map(users.contains) ?? false }
-                guard !tracks.isEmpty else {
-                    throw DecodeError(
-                        .unreadable,
-                        "the report names \(users.sorted().joined(separator: ", ")), but no seat of the seat map is "
-                            + "theirs"
-                    )
-                }
-            }
-            items = tracks.map(item.forTrack)
+    /// The items an upload becomes (`ModerationItems`), which read the upload's header with this
+    /// stage's decoders.
+    public static func declarations(_ configuration: Configuration) -> StageDeclarations {
+        let fallback = configuration.ffmpegFallback
+        let items = ModerationItems(configuration.items, maxChannels: configuration.maxChannels) { url in
+            let header = try probe(url, ffmpegFallback: fallback)
+            return ModerationItems.Header(channels: header.channels, seconds: header.seconds)
         }
-        guard placed else { return items }
-        return items.flatMap { part -> [InputFile] in
-            // A seat's windows are the reports about its user; a seat nobody reported (or the
-            // whole mix) gets every report's window.
-            let own = reports.filter { $0.reportedUser != nil && $0.reportedUser == part.track?.user }
-            return windows(own.isEmpty ? reports : own, length: probe.seconds, configuration: configuration).map(
-                part.forWindow)
-        }
-    }
-
-    /// Report windows: each ends at its report's moment (the end of the recording for a report
-    /// without one); a user's reports within `debounceSeconds` of the one before fold into one
-    /// window ending at the latest (as long as the longest asked), listing every id.
-    static func windows(
-        _ reports: [ReportSidecar.Report], length: Double?, configuration: Configuration
-    ) -> [InputFile.Window] {
-        var out: [InputFile.Window] = []
-        var lastOfUser: [String: (index: Int, moment: Double)] = [:]
-        let ordered = reports.enumerated().map { (i, r) in (r, r.moment ?? length ?? 0, i) }.sorted {
-            ($0.1, $0.2) < ($1.1, $1.2)
-        }
-        for (report, moment, _) in ordered {
-            let seconds = report.seconds ?? configuration.windowSeconds
-            let user = report.reportedUser ?? ""
-            if let last = lastOfUser[user], moment - last.moment <= configuration.debounceSeconds {
-                out[last.index].reportIDs.append(report.id)
-                out[last.index].seconds = max(out[last.index].seconds, seconds)
-                out[last.index].end = min(moment, length ?? moment)
-                lastOfUser[user] = (last.index, moment)
-                continue
-            }
-            var name = safeName(report.id)
-            while out.contains(where: { $0.name == name }) { name += "_" }
-            out.append(
-                InputFile.Window(
-                    name: name, reportIDs: [report.id], end: min(moment, length ?? moment), seconds: seconds))
-            lastOfUser[user] = (out.count - 1, moment)
-        }
-        return out
-    }
-
-    /// A user id as a folder-name part: letters, digits, '.', '-', '_' kept, the rest '_'.
-    static func safeName(_ s: String) -> String {
-        String(
-            s.unicodeScalars.map {
-                $0.isASCII
-                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
-                    ? Character($0) : "_"
-            })
-    }
-
-    static func loadSidecar(for item: InputFile, policy: SidecarPolicy, logger: Logger?) throws -> ReportSidecar? {
-        switch policy {
-        case .ignore:
-            return nil
-        case .required:
-            return try ReportSidecar.load(item.sidecarURL)
-        case .optional:
-            guard FileManager.default.fileExists(atPath: item.sidecarURL.path) else { return nil }
-            do {
-                return try ReportSidecar.load(item.sidecarURL)
-            } catch {
-                logger?.warning(
-                    "ignoring a malformed report sidecar: \(describe(error))",
-                    metadata: ["item.path": .string(item.relativePath)])
-                return nil
-            }
-        }
+        return StageDeclarations().declaring(.itemExpansion, items)
     }
 
     /// The file's channel count and length in seconds (when its header says), without decoding.
@@ -243,15 +116,7 @@ public struct DecodeStage: Stage {
     }
 
     public func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
-        for try await file in input {
-            if configuration.split && file.track == nil {
-                throw DecodeError(.unreadable, "channels \"split\" needs the item's tracks (run it through the runner)")
-            }
-            let sidecar = try Self.loadSidecar(for: file, policy: configuration.sidecar, logger: item.logger)
-            item.facts[.moderationReport] = sidecar.map { ModerationReport(fields: $0.fields) }
-            item.facts[.session] = sidecar.map { SessionSidecar(fields: $0.fields) }
-            try await decode(file, into: output, facts: item.facts)
-        }
+        for try await file in input { try await decode(file, into: output, facts: item.facts) }
     }
 
     /// Seconds of extra audio decoded before a tail window, so resampler filters have settled
@@ -268,19 +133,22 @@ public struct DecodeStage: Stage {
         let rate = source.format.sampleRate
         facts[.audioSeconds] = source.frames.map { Double($0) / Double(rate) }
         facts[.sourceFormat] = source.format
-        if let track = file.track, track.channel >= source.format.channels {
+        let channel = file.part?.channel
+        if let channel, channel.index >= source.format.channels {
             throw DecodeError(
                 .outOfBounds,
-                "track \(track.name) is channel \(track.channel), but the file has \(source.format.channels)")
+                "track \(channel.name) is channel \(channel.index), but the file has \(source.format.channels)")
         }
+        let span = file.part?.span
 
         var offset: Int64 = 0
-        // A report window: from its start (less the settling margin) to its end, seeking where
-        // the format seeks exactly, so the cost follows the window, not where it lies.
+        // A part of the recording (a report window): from its start (less the settling margin) to
+        // its end, seeking where the format seeks exactly, so the cost follows the span, not where
+        // it lies.
         var endFrame: Int64?
-        if let window = file.window {
-            endFrame = Int64((window.end * Double(rate)).rounded())
-            let startSecond = (window.start - Self.seekMargin).rounded(.down)
+        if let span {
+            endFrame = Int64((span.end * Double(rate)).rounded())
+            let startSecond = (span.start - Self.seekMargin).rounded(.down)
             if startSecond > 0, let seek = source.seek, seek(Int64(startSecond) * Int64(rate)) {
                 offset = Int64(startSecond) * Int64(rate)
                 logger.debug(
@@ -296,24 +164,25 @@ public struct DecodeStage: Stage {
                     metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
             }
         }
-        // A session sidecar's `maxDurationMinutes`: audio beyond it is not decoded.
+        // The item's length limit (a session sidecar's `maxDurationMinutes`): audio beyond it is
+        // not decoded.
         var cut = false
-        if endFrame == nil, let minutes = facts[.session]?.maxDurationMinutes, minutes > 0 {
-            let limit = Int64((minutes * 60 * Double(rate)).rounded())
+        if endFrame == nil, let seconds = facts[.lengthLimit] {
+            let limit = Int64((seconds * Double(rate)).rounded())
             if source.frames.map({ $0 > limit }) ?? true {
                 endFrame = limit
                 cut = source.frames != nil
             }
         }
         let firstFrame = offset
-        let outFormat = file.track == nil ? source.format : AudioFormat(sampleRate: rate, channels: 1)
+        let outFormat = channel == nil ? source.format : AudioFormat(sampleRate: rate, channels: 1)
         var sent = false
         while true {
             var want = configuration.blockFrames
             if let endFrame { want = Int(max(0, min(Int64(want), endFrame - offset))) }
             var samples = want > 0 ? try source.read(want) : []
-            if let track = file.track {
-                samples = Self.channel(track.channel, of: samples, channels: source.format.channels)
+            if let channel {
+                samples = Self.channel(channel.index, of: samples, channels: source.format.channels)
             }
             if samples.isEmpty && sent { break }
             let block = AudioBlock(format: outFormat, samples: samples, frameOffset: offset)
@@ -322,12 +191,12 @@ public struct DecodeStage: Stage {
             sent = true
             if samples.isEmpty { break }
         }
-        if source.frames == nil || file.window != nil || cut {
+        if source.frames == nil || span != nil || cut {
             facts[.audioSeconds] = Double(offset - firstFrame) / Double(rate)
         }
         // Read to the end: fewer frames than the header promised is a truncated file (sox says
         // "Premature EOF"). The item goes on with what there is, and says so.
-        if let promised = source.promisedFrames, endFrame == nil, file.window == nil, offset < promised {
+        if let promised = source.promisedFrames, endFrame == nil, span == nil, offset < promised {
             facts[.audioSeconds] = Double(offset) / Double(rate)
             facts.warn(
                 ItemWarning(
@@ -336,7 +205,7 @@ public struct DecodeStage: Stage {
                         + "(\(String(format: "%.1f", Double(offset) / Double(promised) * 100)) %)",
                     framesPromised: promised, framesFound: offset))
         }
-        if let endFrame, file.window == nil, cut || offset >= endFrame {
+        if let endFrame, span == nil, cut || offset >= endFrame {
             let seconds = Double(endFrame) / Double(rate)
             facts[.cutAt] = seconds
             logger.warning(

@@ -1,5 +1,7 @@
 import Foundation
 import VoxCore
+import VoxFieldService
+import VoxModeration
 
 /// `read-text`: InputFile → Transcript. Text in place of audio, so reply, synthesize and agent
 /// pipelines run (and are checked) without speech recognition in front of them:
@@ -46,7 +48,7 @@ public struct ReadTextStage: Stage {
         for try await file in input {
             if file.sidecarURL.standardizedFileURL != file.url.standardizedFileURL {
                 item.facts[.session] =
-                    try DecodeStage.loadSidecar(for: file, policy: .optional, logger: item.logger)
+                    try ReportSidecar.load(for: file, policy: .optional, logger: item.logger)
                     .map { SessionSidecar(fields: $0.fields) }
             }
             for transcript in try read(file) { try await output.send(transcript) }

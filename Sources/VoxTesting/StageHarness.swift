@@ -13,6 +13,9 @@ public struct StageHarness<S: Stage> {
     public let item: InputFile
     /// Everything the stage logged, at every level, in order.
     public let logs: CapturedLogs
+    /// The item expansion the stage declares, if any: what it learns of an input file before the
+    /// stage is fed it, as the runner has it learnt.
+    let expansion: (any ItemExpansion)?
 
     /// Configures the stage from spec options, as a spec would. `upstream` is what a plan would
     /// tell the stage about the stages it reads from (an agent's record types); `provenance` about
@@ -30,6 +33,7 @@ public struct StageHarness<S: Stage> {
             StageOptions.validated(
                 options, against: S.options, stageID: id, path: "stages[0]", owner: S.kind, baseDirectory: base))
         logs = CapturedLogs()
+        expansion = S.declarations(configuration)[.itemExpansion]
         var context = StageContext(logger: logs.logger(), rateConversion: rateConversion)
         context.httpTransport = httpTransport
         if let clock { context.clock = clock }
@@ -77,6 +81,9 @@ public struct StageHarness<S: Stage> {
         let read = ReadCounter()
         let outputs = outputs ?? itemOutputs()
         let context = ItemContext(item: item, outputs: outputs, logger: logs.logger(), facts: facts)
+        for case let file as InputFile in inputs {
+            try expansion?.learnFacts(of: file, into: facts, logger: context.logger)
+        }
         let stage = self.stage
         let collected: [S.Output] = try await withThrowingTaskGroup(of: [S.Output]?.self) { group in
             group.addTask {

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFieldService
 
 /// `write-agent-log`: AgentTurn → Artifact. Writes an item's voice-agent session as `<id>.jsonl`,
 /// one data-channel message a line, in the client's type names: a `session_update` header with

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxModeration
 
 /// `write-evidence`: AudioChunk (+ Transcript) → Artifact. Builds one BagIt 1.0 bag (RFC 8493) per
 /// item or track from its tail window, deterministic for the same input and spec: bagit.txt,
@@ -102,7 +103,7 @@ public struct WriteEvidenceStage: Stage {
         guard var window else {
             throw WriteError(.unsupported, "no audio reached write-evidence (is the input empty?)")
         }
-        if let reported = item.item.window { window = Self.trim(window, to: reported) }
+        if let reported = item.item.reportWindow { window = Self.trim(window, to: reported) }
         let bag = try item.outputs.reserve(name: id)
         try build(
             bag: bag, window: window, transcripts: transcripts.sorted { $0.chunk.start < $1.chunk.start }, item: item)
@@ -149,7 +150,7 @@ public struct WriteEvidenceStage: Stage {
             ("Bag-Software-Agent", "voxpipe \(provenance.software["voxpipe"] ?? "")"),
             ("Bagging-Date", baggingDate(item)),
         ]
-        if let ids = item.item.window?.reportIDs {
+        if let ids = item.item.reportWindow?.reportIDs {
             info.append(("External-Identifier", ids.joined(separator: ", ")))
         } else if let reportID = item.facts[.moderationReport]?.reportID {
             info.append(("External-Identifier", reportID))
@@ -191,7 +192,7 @@ public struct WriteEvidenceStage: Stage {
         }
         if let seconds = facts[.audioSeconds] { source["durationSeconds"] = r(seconds) }
         let track: JSONValue =
-            item.item.track.map { t in
+            item.item.seat.map { t in
                 .object([
                     "channel": .number(Double(t.channel)), "name": .string(t.name),
                     "user": t.user.map(JSONValue.string) ?? .null,
@@ -201,7 +202,7 @@ public struct WriteEvidenceStage: Stage {
             "report": facts[.moderationReport].map { .object($0.fields) } ?? .null,
             "track": track,
             "source": .object(source),
-            "window": windowJSON(window, reported: item.item.window, r: r),
+            "window": windowJSON(window, reported: item.item.reportWindow, r: r),
             "evidence": [
                 "file": .string(EvidenceBag.evidencePath), "sampleRate": 48000, "channels": 1,
                 "encoding": "PCM 16-bit little-endian",
@@ -219,7 +220,7 @@ public struct WriteEvidenceStage: Stage {
 
     /// The window's span; for a report window also what was asked, the shortfall at the
     /// recording's start, and the report ids it holds.
-    func windowJSON(_ window: AudioChunk, reported: InputFile.Window?, r: (Double) -> JSONValue) -> JSONValue {
+    func windowJSON(_ window: AudioChunk, reported: ReportWindow?, r: (Double) -> JSONValue) -> JSONValue {
         var o: [String: JSONValue] = [
             "start": r(window.start), "end": r(window.end), "seconds": r(window.end - window.start),
         ]
@@ -233,7 +234,7 @@ public struct WriteEvidenceStage: Stage {
     }
 
     /// The part of a chunk inside a report window (the decoder starts a little early so filters settle).
-    static func trim(_ chunk: AudioChunk, to window: InputFile.Window) -> AudioChunk {
+    static func trim(_ chunk: AudioChunk, to window: ReportWindow) -> AudioChunk {
         let rate = Double(chunk.format.sampleRate), channels = chunk.format.channels
         let first = max(0, min(chunk.frames, Int(((window.start - chunk.start) * rate).rounded())))
         let last = max(first, min(chunk.frames, Int(((window.end - chunk.start) * rate).rounded())))

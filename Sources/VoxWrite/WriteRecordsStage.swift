@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFieldService
 
 /// `write-records`: AgentTurn → Artifact. Writes the records an item's agents saved into the
 /// folder `<id>/`: one `<type>.json` per record type the stages it reads from declare

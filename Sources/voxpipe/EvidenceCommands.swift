@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import VoxCore
+import VoxModeration
 import VoxWrite
 
 struct VerifyCommand: AsyncParsableCommand {
@@ -118,8 +119,8 @@ final class Rebuilder {
             }
             var item = InputFile(url: upload, relativePath: original, outputName: "rebuilt-\(index)")
             if let track = report["track"]?.objectValue, let channel = track["channel"]?.numberValue {
-                item = item.forTrack(
-                    InputFile.Track(
+                item = item.forSeat(
+                    Seat(
                         channel: Int(channel), name: track["name"]?.stringValue ?? "track",
                         user: track["user"]?.stringValue))
             }
@@ -128,7 +129,7 @@ final class Rebuilder {
                 let end = window["reportedMoment"]?.numberValue, let seconds = window["requestedSeconds"]?.numberValue
             {
                 item = item.forWindow(
-                    InputFile.Window(
+                    ReportWindow(
                         name: bag.deletingLastPathComponent().lastPathComponent, reportIDs: ids, end: end,
                         seconds: seconds))
             }

@@ -320,48 +320,34 @@ final class SignalHandler: @unchecked Sendable {
 /// Every failed item gets its own line (file, stage, reason), and the run a closing summary.
 final class ProgressReporter: RunObserver, @unchecked Sendable {
     private let lock = NSLock()
-    private var total: Int
     private let isTTY = isatty(STDERR_FILENO) != 0
-    private var finished = 0
-    private var failed = 0
-    private var running = 0
-    /// Tracks still to finish, per split file.
-    private var tracksLeft: [URL: Int] = [:]
+    private var count: ProgressCount
 
-    init(total: Int) { self.total = total }
+    init(total: Int) { count = ProgressCount(total: total) }
 
     func handle(_ event: RunEvent) {
         lock.withLock {
+            count.count(event)
             switch event {
-            case .started, .warning:
-                if case .warning(let message) = event { emit("voxpipe: warning: \(message)") }
+            case .started, .itemSplit:
+                break
+            case .warning(let message):
+                emit("voxpipe: warning: \(message)")
             case .itemStarted:
-                running += 1
                 redraw()
-            case .itemSplit(let item, let tracks):
-                total += tracks - 1
-                tracksLeft[item.url] = tracks
-                if tracks == 0 { running -= 1 }
             case .itemFinished(let result):
-                if result.item.track == nil {
-                    running -= 1
-                } else if let left = tracksLeft[result.item.url] {
-                    tracksLeft[result.item.url] = left - 1
-                    if left == 1 { running -= 1 }
-                }
-                finished += 1
                 switch result.status {
                 case .failed:
-                    failed += 1
+                    // The file and the channel it was (a seat), as it has always read.
+                    let channel = result.item.part?.channel.map { "#\($0.name)" } ?? ""
                     emit(
-                        "voxpipe: error: \(result.item.url.path)\(result.item.track.map { "#\($0.name)" } ?? ""): "
-                            + "\(result.failure.map(\.description) ?? "failed")"
-                    )
+                        "voxpipe: error: \(result.item.url.path)\(channel): "
+                            + "\(result.failure.map(\.description) ?? "failed")")
                 case .done, .skipped:
                     if !isTTY {
                         emit(
-                            "voxpipe: [\(finished)/\(total)] \(result.status.rawValue) \(result.item.displayName) "
-                                + "(\(String(format: "%.2f", result.seconds)) s)"
+                            "voxpipe: [\(count.finished)/\(count.total)] \(result.status.rawValue) "
+                                + "\(result.item.displayName) (\(String(format: "%.2f", result.seconds)) s)"
                         )
                     }
                 }
@@ -377,7 +363,7 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
 
     private func redraw() {
         guard isTTY else { return }
-        let line = "[\(finished)/\(total)] \(running) running, \(failed) failed"
+        let line = "[\(count.finished)/\(count.total)] \(count.running) running, \(count.failed) failed"
         FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
     }
 

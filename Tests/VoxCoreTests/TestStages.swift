@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxModeration
 import VoxTestSupport
 
 /// Test stages: a source that makes `count` blocks of a constant, a gain, a chunker of sorts, a

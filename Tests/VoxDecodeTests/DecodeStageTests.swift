@@ -75,9 +75,7 @@ import VoxTestSupport
     @Test func withoutFFmpegAnM4aFailsSayingToInstallIt() async throws {
         let stage = DecodeStage(
             id: "decode",
-            configuration: .init(
-                blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false,
-                reportedSeatsOnly: false, sidecar: .optional, windowSeconds: 300, debounceSeconds: 10),
+            configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true),
             context: StageContext(logger: .init(label: "t")))
         let url = temporaryDirectory().appendingPathComponent("x.m4a")
         // A real m4a header (size, "ftyp", "M4A "), then bytes no decoder gets to see.
@@ -108,9 +106,7 @@ import VoxTestSupport
         }
         let stage = DecodeStage(
             id: "decode",
-            configuration: .init(
-                blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true, split: false,
-                reportedSeatsOnly: false, sidecar: .optional, windowSeconds: 300, debounceSeconds: 10),
+            configuration: .init(blockFrames: 1024, maxChannels: 64, maxHours: 48, ffmpegFallback: true),
             context: StageContext(logger: .init(label: "t")))
         let source = try stage.open(url, tools: (ffmpeg, ffprobe))
         #expect(source.format == AudioFormat(sampleRate: 768000, channels: 1))

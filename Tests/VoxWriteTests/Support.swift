@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFieldService
 import VoxDecode
 import VoxTestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxModeration
 import VoxTestSupport
 import VoxTesting
 
@@ -118,7 +119,7 @@ import VoxTesting
     @Test func aReportWindowTrimsTheAudioAndNamesItsReports() async throws {
         let dir = temporaryDirectory()
         var item = try upload(in: dir)
-        item.window = InputFile.Window(name: "R-1", reportIDs: ["R-1", "R-2"], end: 10.25, seconds: 0.2)
+        item.reportWindow = ReportWindow(name: "R-1", reportIDs: ["R-1", "R-2"], end: 10.25, seconds: 0.2)
         let harness = try StageHarness(
             WriteEvidenceStage.self, id: "evidence", options: ["original": false],
             outputDirectory: dir.appendingPathComponent("out"), item: item, provenance: provenance)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxFieldService
 import VoxTestSupport
 import VoxTesting
 

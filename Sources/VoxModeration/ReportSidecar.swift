@@ -1,9 +1,10 @@
 import Foundation
+import Logging
 import VoxCore
 
 /// What a moderation upload's sidecar (`X.json` beside `X.<ext>`) says about the report. Every
-/// field it has is kept (`fields`) and flows into evidence (as the item fact `report`); these are the ones voxpipe
-/// reads.
+/// field it has is kept (`fields`) and flows into evidence (as the item fact `.moderationReport`);
+/// these are the ones voxpipe reads.
 public struct ReportSidecar: Sendable, Equatable {
     public var fields: [String: JSONValue]
 
@@ -92,22 +93,22 @@ public struct ReportSidecar: Sendable, Equatable {
             data = try ContainedFile.read(url.lastPathComponent, in: url.deletingLastPathComponent())
         } catch let error as VoxError {
             let reason = error.message == "missing" ? " is missing" : ": \(error.message)"
-            throw DecodeError(.badSidecar, "report sidecar \(url.lastPathComponent)\(reason)")
+            throw ModerationError(.badSidecar, "report sidecar \(url.lastPathComponent)\(reason)")
         }
         guard let value = try? JSONValue.parse(data), let object = value.objectValue else {
-            throw DecodeError(.badSidecar, "report sidecar \(url.lastPathComponent) is not a JSON object")
+            throw ModerationError(.badSidecar, "report sidecar \(url.lastPathComponent) is not a JSON object")
         }
         for key in ["reportId", "reportedUser", "reporter", "channel", "room", "reportedAt"] {
             guard let v = object[key] else { continue }
             guard v.stringValue != nil || v.numberValue != nil else {
-                throw DecodeError(
+                throw ModerationError(
                     .badSidecar,
                     "report sidecar \(url.lastPathComponent): \(key) should be a string, got \(v.typeDescription)")
             }
         }
         if let list = object["reports"] {
             guard let reports = list.arrayValue, !reports.isEmpty else {
-                throw DecodeError(
+                throw ModerationError(
                     .badSidecar,
                     "report sidecar \(url.lastPathComponent): reports should be a list of reports, got "
                         + "\(list.typeDescription)"
@@ -115,7 +116,7 @@ public struct ReportSidecar: Sendable, Equatable {
             }
             for (i, r) in reports.enumerated() {
                 guard r.objectValue != nil else {
-                    throw DecodeError(
+                    throw ModerationError(
                         .badSidecar,
                         "report sidecar \(url.lastPathComponent): reports[\(i)] should be an object, got "
                             + "\(r.typeDescription)"
@@ -128,7 +129,7 @@ public struct ReportSidecar: Sendable, Equatable {
             let at = object["reports"] == nil ? "" : "reports[\(i)]."
             for key in ["offsetSeconds", "seconds"] {
                 if let v = report.fields[key], !(v.numberValue.map { $0.isFinite && $0 >= 0 } ?? false) {
-                    throw DecodeError(
+                    throw ModerationError(
                         .badSidecar,
                         "report sidecar \(url.lastPathComponent): \(at)\(key) should be a number of seconds ≥ 0, got "
                             + "\(v.typeDescription == "a number" ? "a negative number" : v.typeDescription)"
@@ -136,26 +137,26 @@ public struct ReportSidecar: Sendable, Equatable {
                 }
             }
             if let v = report.fields["legalHold"], v.boolValue == nil {
-                throw DecodeError(
+                throw ModerationError(
                     .badSidecar,
                     "report sidecar \(url.lastPathComponent): \(at)legalHold should be true or false, got "
                         + "\(v.typeDescription)"
                 )
             }
             if let moment = report.moment, moment < 0 {
-                throw DecodeError(
+                throw ModerationError(
                     .badSidecar, "report sidecar \(url.lastPathComponent): \(at)reportedAt is before recordingStartedAt"
                 )
             }
         }
         if let v = object["maxDurationMinutes"], !(v.numberValue.map { $0.isFinite && $0 > 0 } ?? false) {
-            throw DecodeError(
+            throw ModerationError(
                 .badSidecar,
                 "sidecar \(url.lastPathComponent): maxDurationMinutes should be a number of minutes > 0, got "
                     + "\(v.typeDescription == "a number" ? "\(v.numberValue ?? 0)" : v.typeDescription)")
         }
         if let seats = object["seats"], seats.objectValue == nil && seats.arrayValue == nil {
-            throw DecodeError(
+            throw ModerationError(
                 .badSidecar,
                 "report sidecar \(url.lastPathComponent): seats should map channel numbers to users, got "
                     + "\(seats.typeDescription)"
@@ -163,4 +164,35 @@ public struct ReportSidecar: Sendable, Equatable {
         }
         return ReportSidecar(fields: object)
     }
+
+    /// Reads `item`'s sidecar as `policy` says: nil when it is ignored, or optional and missing; an
+    /// optional one that is malformed is logged (when there is a logger) and ignored.
+    public static func load(for item: InputFile, policy: SidecarPolicy, logger: Logger?) throws -> ReportSidecar? {
+        switch policy {
+        case .ignore:
+            return nil
+        case .required:
+            return try load(item.sidecarURL)
+        case .optional:
+            guard FileManager.default.fileExists(atPath: item.sidecarURL.path) else { return nil }
+            do {
+                return try load(item.sidecarURL)
+            } catch {
+                logger?.warning(
+                    "ignoring a malformed report sidecar: \(describe(error))",
+                    metadata: ["item.path": .string(item.relativePath)])
+                return nil
+            }
+        }
+    }
+}
+
+/// Whether an upload's report sidecar (`X.json` beside `X.<ext>`) must be there.
+public enum SidecarPolicy: String, Sendable, CaseIterable {
+    /// Read when present and well formed; a bad one is logged and ignored.
+    case optional
+    /// Missing or malformed fails the item.
+    case required
+    /// Never read.
+    case ignore
 }

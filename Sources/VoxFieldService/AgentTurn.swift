@@ -1,4 +1,5 @@
 import Foundation
+import VoxCore
 
 /// One turn of a voice-agent session: which agent answered, what it says (its `reply`, which a
 /// `synthesize` stage speaks as it would a tutor's reply), and the function calls it made, each
@@ -43,6 +44,8 @@ public struct AgentTurn: Payload {
     }
 }
 
+extension AgentTurn: StageInput {}
+
 /// A function call an agent made, with its arguments and what became of it.
 public struct FunctionCall: Sendable, Hashable, Codable {
     /// The call's id: the model's `tool_calls[].id`, or one made from the item and turn.
@@ -86,4 +89,10 @@ public struct FunctionCall: Sendable, Hashable, Codable {
     }
 
     public var accepted: Bool { rejection == nil }
+}
+
+extension StageDeclarationKey where Value == [String] {
+    /// The record types a stage's turns save (the agent's record schemas): `write-records` writes
+    /// one file for each, empty when nothing was saved.
+    public static var recordTypes: Self { Self("recordTypes") }
 }

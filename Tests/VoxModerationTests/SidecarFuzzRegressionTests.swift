@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
-import VoxDecode
+import VoxModeration
 import VoxTestSupport
 
 /// Report sidecars from Tests/Fixtures/fuzz-regressions/sidecar/ (`make fuzz`, target sidecar).
