@@ -223,6 +223,33 @@ import VoxTesting
                 == true)
     }
 
+    /// Issue 23's odd lengths: a chunk of 29.9 s (lines of read speech run together, then
+    /// silence) fills Whisper's window and keeps its words and times inside it; 0.2 s of speech
+    /// does not crash and invents nothing long.
+    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    func aChunkOfAlmostThirtySecondsAndOneOfAFifthOfASecondDecode() async throws {
+        let lines = try Self.librivoxLines()
+        var samples: [Float] = []
+        for line in lines { samples += try await chunk16k(line.url).samples }
+        let length = Int(29.9 * 16000)
+        #expect(samples.count > 20 * 16000)
+        samples = Array(samples.prefix(length)) + [Float](repeating: 0, count: max(0, length - samples.count))
+        let long = AudioChunk(
+            format: Self.mono16k, samples: samples, start: 100, end: 129.9, index: 0, cut: .window)
+        let short = AudioChunk(
+            format: Self.mono16k, samples: Array(try await chunk16k(lines[0].url).samples.prefix(3200)), start: 130,
+            end: 130.2, index: 1, cut: .window)
+        let out = try await transcribe([long, short], ["language": "en"])
+        #expect(out.count == 2)
+        let heard = out[0].text.lowercased()
+        // The first and the third line, whatever Whisper makes of the rest.
+        #expect(heard.contains("john dashwood") && heard.contains("unless"), "\(heard)")
+        #expect(out[0].words.count > 40)
+        #expect(out[0].words.allSatisfy { $0.start >= 100 && $0.end <= 129.9 && $0.start <= $0.end })
+        #expect(out[1].words.count <= 3, "\(out[1].text)")
+        #expect(out[1].words.allSatisfy { $0.start >= 130 && $0.end <= 130.2 })
+    }
+
     @Test func aDecodeTakesTheFreeCoresSharedWithTheDecodesWaiting() {
         func granted(_ requested: Int, cores: Int, busy: Int = 0, waiting: Int = 0) -> [Int] {
             let g = WhisperProvider.threads(requested: requested, cores: cores, busy: busy, waiting: waiting)
