@@ -6,7 +6,7 @@ import Foundation
 /// take it in between and the permits in use never exceed `permits`. A waiter whose task is
 /// cancelled leaves the queue at once and gets no permit.
 public actor AsyncSemaphore {
-    public let permits: Int
+    public nonisolated let permits: Int
     private var taken = 0
     private var waiting: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
     private var nextID: UInt64 = 0
