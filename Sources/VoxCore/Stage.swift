@@ -198,7 +198,7 @@ public struct StageContext: Sendable {
     /// Heavy engines (models) shared by every stage instance of the run, loaded once.
     public var engines = EngineCache()
     /// Where stages run blocking work (C engine calls, child processes): off the cooperative
-    /// pool, stopped when the item's task is cancelled. A server lowers its threads' priority.
+    /// pool, stopped when the item's task is cancelled.
     public var blocking = BlockingExecutor()
     /// The keys in use: providers register the keys they load, writers redact what they write.
     /// The command line passes its process-wide registry; a test's context has one of its own.

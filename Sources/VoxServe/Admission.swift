@@ -15,12 +15,17 @@ final class Admission: Sendable {
     /// Requests the server holds at most: the slots and the queue.
     let places: Int
     private let taken = Atomic<Int>(0)
-    /// Called when the last request held leaves (the server goes idle).
+    /// Called once the server has held no request for `idleAfter` (it went idle and stayed so).
     private let onIdle: @Sendable () -> Void
+    private let idleAfter: Duration
 
-    init(concurrency: Int, queue: Int, onIdle: @escaping @Sendable () -> Void = {}) {
+    init(
+        concurrency: Int, queue: Int, idleAfter: Duration = .seconds(1),
+        onIdle: @escaping @Sendable () -> Void = {}
+    ) {
         slots = AsyncSemaphore(permits: concurrency)
         places = slots.permits + max(0, queue)
+        self.idleAfter = idleAfter
         self.onIdle = onIdle
     }
 
@@ -36,9 +41,14 @@ final class Admission: Sendable {
         return false
     }
 
-    /// Gives a place back.
+    /// Gives a place back. The last one out starts the idle wait: the answer it is about to give
+    /// (and the buffers it was read and written with) are freed by then.
     func leave() {
-        if taken.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { onIdle() }
+        guard taken.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        Task { [self] in
+            try await Task.sleep(for: idleAfter)
+            if held == 0 { onIdle() }
+        }
     }
 
     /// Requests held now.

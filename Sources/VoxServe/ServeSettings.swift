@@ -37,9 +37,6 @@ public struct ServeSettings: Sendable {
 
     public init() {}
 
-    /// How far below the server's own threads its engines run (nice value; `voxpipe serve`).
-    public static let engineNiceness: Int32 = 10
-
     /// The prefix as routes use it: leading slash, no trailing one; "" for the root.
     var routePrefix: String {
         let trimmed = prefix.split(separator: "/").joined(separator: "/")

@@ -54,7 +54,8 @@ public final class TutorServer: Sendable {
         self.pipeline = pipeline
         self.settings = settings
         self.logger = logger
-        // Idle again: the memory the turns used goes back to the system (off the request's thread).
+        // Idle again (for a second): the memory the turns used goes back to the system, on a thread
+        // of its own (malloc_trim holds the allocator's locks while it works).
         let blocking = pipeline.source.context.blocking
         admission = Admission(concurrency: settings.concurrency, queue: settings.queue) {
             Task { try? await blocking.run { MemoryTrim.now() } }

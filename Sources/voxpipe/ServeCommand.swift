@@ -90,11 +90,8 @@ struct ServeCommand: AsyncParsableCommand {
             // The spec is checked as `run` checks it, then planned again as served.
             let specURL = URL(fileURLWithPath: spec)
             let plan = try loadPlan(spec)
-            var context = makeContext(
+            let context = makeContext(
                 plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: logger)
-            // Engines (whisper, espeak-ng, ffmpeg) run below the threads that take and answer
-            // requests, so a refusal, a health check or a finished turn's answer never waits for a core.
-            context.blocking = BlockingExecutor(niceness: ServeSettings.engineNiceness)
             settings.agora = try agora.load(secrets: context.secrets)
             settings.apiKeys = try serverKeys(secrets: context.secrets)
             let pipeline = try await TutorPipeline(

@@ -66,12 +66,4 @@ import VoxCore
         // Ten minutes of sleep, unless the cancellation killed it (and it was waited for).
         #expect(kill(pid, 0) != 0, "the child \(pid) still runs")
     }
-
-    @Test func aNicedExecutorsWorkRunsAtALowerPriority() async throws {
-        let own = try await BlockingExecutor().run { getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) }
-        let niced = try await BlockingExecutor(niceness: 5).run {
-            getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-        }
-        #expect(niced == min(19, own + 5))
-    }
 }

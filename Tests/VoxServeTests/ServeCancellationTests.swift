@@ -107,13 +107,19 @@ struct HoldingReply: Stage {
         let child = try await childStarted(pidFile)
         client.close()
         #expect(try await ended(child), "the turn of a client that left still runs its child process \(child)")
-        // Its slot is free again: the next turn is admitted (and held, so it ends in the timeout
-        // this test does not wait for: the fixture's server goes with the test).
+        // Its request ends (its place and slot are given back)...
+        let deadline = ContinuousClock.now + .seconds(60)
+        while server.server.admission.held > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(server.server.admission.held == 0, "the request of a client that left still holds its place")
+        // ...and the next turn is admitted (and held: it stops when this client goes too).
         try FileManager.default.removeItem(at: pidFile)
         let next = try RawHTTPClient(port: server.port)
-        defer { next.close() }
         try next.post("\(api)/process-text", #"{"text": "hallo"}"#)
-        _ = try await childStarted(pidFile)
+        let second = try await childStarted(pidFile)
+        next.close()
+        #expect(try await ended(second))
     }
 
     @Test func aFullServerAnswers503WithRetryAfterWithoutReadingTheBody() async throws {
@@ -122,9 +128,9 @@ struct HoldingReply: Stage {
             $0.concurrency = 1
             $0.queue = 0
         }
-        let held = Task { try await server.post("\(api)/process-text", ["text": "hallo"]).status }
-        defer { held.cancel() }
-        _ = try await childStarted(pidFile)
+        let held = try RawHTTPClient(port: server.port)
+        try held.post("\(api)/process-text", #"{"text": "hallo"}"#)
+        let child = try await childStarted(pidFile)
         // A body announced at a megabyte, of which only the start is sent: a server that read it
         // before refusing would wait for the rest and never answer.
         let client = try RawHTTPClient(port: server.port)
@@ -133,6 +139,9 @@ struct HoldingReply: Stage {
         let head = try client.receiveHead()
         #expect(head.hasPrefix("HTTP/1.1 503"), "\(head)")
         #expect(head.lowercased().contains("retry-after: 1"), "\(head)")
+        // The held turn's client goes: its child goes with it.
+        held.close()
+        #expect(try await ended(child))
     }
 }
 
