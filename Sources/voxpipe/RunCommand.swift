@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Synchronization
 import VoxCheck
 import VoxCore
 import VoxResample
@@ -273,44 +274,49 @@ struct RunCommand: AsyncParsableCommand {
 /// (their temporary files are removed; decodes in C engines are aborted); a second one ends the
 /// process at once. Installed first thing, so a signal that comes while models load is not lost:
 /// the action given later runs at once if a signal came before.
-final class SignalHandler: @unchecked Sendable {
-    private let lock = NSLock()
-    private var signal: Int32?
-    private var action: (@Sendable () -> Void)?
-    private var sources: [DispatchSourceSignal] = []
+final class SignalHandler: Sendable {
+    private struct State {
+        var signal: Int32?
+        var action: (@Sendable () -> Void)?
+        var sources: [any DispatchSourceSignal] = []
+    }
 
-    var received: Int32? { lock.withLock { signal } }
+    private let state = Mutex(State())
+
+    var received: Int32? { state.withLock { $0.signal } }
 
     func install() {
         for sig in [SIGINT, SIGTERM] {
             Foundation.signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [self] in
-                let (first, action) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
-                    if signal != nil { return (false, nil) }
-                    signal = sig
-                    return (true, self.action)
-                }
-                if first {
-                    FileHandle.standardError.write(
-                        Data(
-                            "\nvoxpipe: stopping: no new items; abandoning running ones (again to quit at once)\n".utf8)
-                    )
-                    action?()
-                } else {
-                    _exit(128 + sig)
-                }
+            state.withLock { state in
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { [self] in handle(sig) }
+                source.resume()
+                state.sources.append(source)
             }
-            source.resume()
-            sources.append(source)
+        }
+    }
+
+    private func handle(_ sig: Int32) {
+        let (first, action) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+            if state.signal != nil { return (false, nil) }
+            state.signal = sig
+            return (true, state.action)
+        }
+        if first {
+            FileHandle.standardError.write(
+                Data("\nvoxpipe: stopping: no new items; abandoning running ones (again to quit at once)\n".utf8))
+            action?()
+        } else {
+            _exit(128 + sig)
         }
     }
 
     /// What the first signal does; runs at once when one has come already.
     func onFirst(_ action: @escaping @Sendable () -> Void) {
-        let now = lock.withLock { () -> Bool in
-            self.action = action
-            return signal != nil
+        let now = state.withLock { state -> Bool in
+            state.action = action
+            return state.signal != nil
         }
         if now { action() }
     }
@@ -318,41 +324,44 @@ final class SignalHandler: @unchecked Sendable {
 
 /// Progress on stderr: a redrawn line on a TTY, one plain line per finished item otherwise.
 /// Every failed item gets its own line (file, stage, reason), and the run a closing summary.
-final class ProgressReporter: RunObserver, @unchecked Sendable {
-    private let lock = NSLock()
-    private var total: Int
-    private let isTTY = isatty(STDERR_FILENO) != 0
-    private var finished = 0
-    private var failed = 0
-    private var running = 0
-    /// Tracks still to finish, per split file.
-    private var tracksLeft: [URL: Int] = [:]
+final class ProgressReporter: RunObserver, Sendable {
+    private struct Counts {
+        var total: Int
+        var finished = 0
+        var failed = 0
+        var running = 0
+        /// Tracks still to finish, per split file.
+        var tracksLeft: [URL: Int] = [:]
+    }
 
-    init(total: Int) { self.total = total }
+    private let counts: Mutex<Counts>
+    private let isTTY = isatty(STDERR_FILENO) != 0
+
+    init(total: Int) { counts = Mutex(Counts(total: total)) }
 
     func handle(_ event: RunEvent) {
-        lock.withLock {
+        counts.withLock { c in
             switch event {
             case .started, .warning:
                 if case .warning(let message) = event { emit("voxpipe: warning: \(message)") }
             case .itemStarted:
-                running += 1
-                redraw()
+                c.running += 1
+                redraw(c)
             case .itemSplit(let item, let tracks):
-                total += tracks - 1
-                tracksLeft[item.url] = tracks
-                if tracks == 0 { running -= 1 }
+                c.total += tracks - 1
+                c.tracksLeft[item.url] = tracks
+                if tracks == 0 { c.running -= 1 }
             case .itemFinished(let result):
                 if result.item.track == nil {
-                    running -= 1
-                } else if let left = tracksLeft[result.item.url] {
-                    tracksLeft[result.item.url] = left - 1
-                    if left == 1 { running -= 1 }
+                    c.running -= 1
+                } else if let left = c.tracksLeft[result.item.url] {
+                    c.tracksLeft[result.item.url] = left - 1
+                    if left == 1 { c.running -= 1 }
                 }
-                finished += 1
+                c.finished += 1
                 switch result.status {
                 case .failed:
-                    failed += 1
+                    c.failed += 1
                     emit(
                         "voxpipe: error: \(result.item.url.path)\(result.item.track.map { "#\($0.name)" } ?? ""): "
                             + "\(result.failure.map(\.description) ?? "failed")"
@@ -360,12 +369,12 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
                 case .done, .skipped:
                     if !isTTY {
                         emit(
-                            "voxpipe: [\(finished)/\(total)] \(result.status.rawValue) \(result.item.displayName) "
+                            "voxpipe: [\(c.finished)/\(c.total)] \(result.status.rawValue) \(result.item.displayName) "
                                 + "(\(String(format: "%.2f", result.seconds)) s)"
                         )
                     }
                 }
-                redraw()
+                redraw(c)
             }
         }
     }
@@ -375,9 +384,9 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
         FileHandle.standardError.write(Data("\(clear)\(safeLine(line))\n".utf8))
     }
 
-    private func redraw() {
+    private func redraw(_ c: Counts) {
         guard isTTY else { return }
-        let line = "[\(finished)/\(total)] \(running) running, \(failed) failed"
+        let line = "[\(c.finished)/\(c.total)] \(c.running) running, \(c.failed) failed"
         FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
     }
 
@@ -389,7 +398,7 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
         var parts = ["\(done) done"]
         if skipped > 0 { parts.append("\(skipped) skipped") }
         parts.append("\(failed) failed")
-        lock.withLock {
+        counts.withLock { _ in
             emit(
                 "voxpipe: \(results.count) item\(results.count == 1 ? "" : "s"): \(parts.joined(separator: ", ")) in "
                     + "\(String(format: "%.1f", seconds)) s; outputs in \(output)"
