@@ -2,24 +2,21 @@ import Foundation
 import Synchronization
 import Testing
 import VoxCore
+import VoxTestSupport
 
 @Suite struct BlockingExecutorTests {
-    /// Polls `condition` until it holds or `limit` passes (a generous limit: it only ends a test
-    /// whose condition never comes).
-    func eventually(_ limit: Duration = .seconds(60), _ condition: () -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
-
     @Test func workRunsOffThePoolAndGivesItsResultOrError() async throws {
         let executor = BlockingExecutor()
         #expect(try await executor.run { 6 * 7 } == 42)
         struct Failed: Error {}
         await #expect(throws: Failed.self) { try await executor.run { () throws -> Int in throw Failed() } }
+    }
+
+    @Test func codeDeepInsideTheWorkFindsItsJob() async throws {
+        // What ExternalTool's default relies on: a child started by an encoder inside the work is
+        // killed with it.
+        #expect(try await BlockingExecutor().run { job in BlockingJob.current === job })
+        #expect(BlockingJob.current == nil)
     }
 
     @Test func aCancelledTasksWorkGetsItsStopHookAndEnds() async throws {

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import VoxTestSupport
 
 @testable import VoxServe
 
@@ -20,10 +21,7 @@ import Testing
         }
         #expect(admission.enter())
         admission.leave()
-        let deadline = ContinuousClock.now + .seconds(60)
-        while idle.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(try await eventually { idle.load(ordering: .relaxed) > 0 })
         #expect(idle.load(ordering: .relaxed) == 1)
     }
 }

@@ -58,33 +58,24 @@ struct HoldingReply: Stage {
         return try await ServerFixture.start(spec: url, registry: registry, configure: configure)
     }
 
-    /// The pid the held turn's child wrote, once it has (polled; `limit` only ends a test whose
-    /// turn never starts).
-    func childStarted(_ pidFile: URL, limit: Duration = .seconds(300)) async throws -> pid_t {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            if let text = try? String(contentsOf: pidFile, encoding: .utf8),
-                let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            {
-                return pid
+    /// The pid the held turn's child wrote, once it has.
+    func childStarted(_ pidFile: URL) async throws -> pid_t {
+        var pid: pid_t?
+        let started = try await eventually {
+            pid = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap {
+                pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
             }
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the held turn's child did not start within \(limit)")
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(20))
+            return pid != nil
         }
+        guard started, let pid else {
+            Issue.record("the held turn's child did not start")
+            throw CancellationError()
+        }
+        return pid
     }
 
-    /// Whether process `pid` has ended (and was waited for) within `limit`, polled.
-    func ended(_ pid: pid_t, within limit: Duration = .seconds(60)) async throws -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while kill(pid, 0) == 0 {
-            guard ContinuousClock.now < deadline else { return false }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return true
-    }
+    /// Whether process `pid` has ended (and was waited for).
+    func ended(_ pid: pid_t) async throws -> Bool { try await eventually { kill(pid, 0) != 0 } }
 
     @Test func aTurnPastTheTimeoutIs504AndItsWorkStops() async throws {
         let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
@@ -108,11 +99,9 @@ struct HoldingReply: Stage {
         client.close()
         #expect(try await ended(child), "the turn of a client that left still runs its child process \(child)")
         // Its request ends (its place and slot are given back)...
-        let deadline = ContinuousClock.now + .seconds(60)
-        while server.server.admission.held > 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(server.server.admission.held == 0, "the request of a client that left still holds its place")
+        #expect(
+            try await eventually { server.server.admission.held == 0 },
+            "the request of a client that left still holds its place")
         // ...and the next turn is admitted (and held: it stops when this client goes too).
         try FileManager.default.removeItem(at: pidFile)
         let next = try RawHTTPClient(port: server.port)

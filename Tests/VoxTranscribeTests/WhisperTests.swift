@@ -210,10 +210,7 @@ import VoxTesting
         let minute = Array(repeating: german.samples, count: 15).flatMap { $0 }
         let decode = Task { try await session.decode(minute) }
         // Cancelled once the decode runs (it has its slot and its thread).
-        let deadline = ContinuousClock.now + .seconds(300)
-        while provider.decodesStarted == 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(try await eventually { provider.decodesStarted > 0 })
         #expect(provider.decodesStarted == 1)
         let cancelled = ContinuousClock.now
         decode.cancel()
