@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // `voxpipe serve` (VoxServe): the tutor REST API.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        // Serve watches a request's connection, to stop a turn whose client has gone.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     ],
     targets: [
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
@@ -85,6 +87,7 @@ let package = Package(
             dependencies: [
                 "VoxCore", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(

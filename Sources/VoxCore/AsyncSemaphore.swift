@@ -6,7 +6,7 @@ import Foundation
 /// take it in between and the permits in use never exceed `permits`. A waiter whose task is
 /// cancelled leaves the queue at once and gets no permit.
 public actor AsyncSemaphore {
-    public let permits: Int
+    public nonisolated let permits: Int
     private var taken = 0
     private var waiting: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
     private var nextID: UInt64 = 0
@@ -38,6 +38,21 @@ public actor AsyncSemaphore {
         } else {
             waiting.removeFirst().continuation.resume(returning: true)
         }
+    }
+
+    /// Gives `count` permits back, one after the other.
+    public func release(_ count: Int) {
+        for _ in 0..<max(0, count) { release() }
+    }
+
+    /// Takes up to `wanted` more permits at once, without waiting: the free ones, shared fairly
+    /// with the tasks that wait (a free permit is handed to a waiter before anyone else, so with
+    /// waiters there are none). How many it took; each goes back with `release()`.
+    public func takeFree(upTo wanted: Int) -> Int {
+        let free = waiting.isEmpty ? permits - taken : 0
+        let took = max(0, min(wanted, free))
+        taken += took
+        return took
     }
 
     /// Permits held now.

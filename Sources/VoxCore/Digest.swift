@@ -1,5 +1,6 @@
 internal import CCrypto
 import Foundation
+import Synchronization
 
 /// SHA-256 and SHA-512 over OpenSSL's libcrypto (which uses the CPU's SHA instructions where
 /// there are any: about 1.8 GB/s here, seven times a portable implementation). Item keys,
@@ -68,7 +69,10 @@ public final class Digest {
 
 /// Digests of files already read in this run, keyed by path, size and modification time, so a
 /// large upload split into eight seats is hashed once, not sixteen times.
-public final class DigestCache: @unchecked Sendable {
+///
+/// Hashing reads the whole file: call it off the cooperative pool (a stage's `BlockingExecutor`,
+/// or `hexOfFile(at:_:on:)`); a second asker of a digest being computed blocks until it is ready.
+public final class DigestCache: Sendable {
     struct Key: Hashable {
         var path: String
         var bytes: Int64
@@ -76,10 +80,13 @@ public final class DigestCache: @unchecked Sendable {
         var algorithm: Digest.Algorithm
     }
 
-    private let lock = NSLock()
-    private var entries: [Key: String] = [:]
-    /// Digests being computed now; a second asker waits for the first instead of reading again.
-    private var inflight: [Key: DispatchGroup] = [:]
+    private struct State {
+        var entries: [Key: String] = [:]
+        /// Digests being computed now; a second asker waits for the first instead of reading again.
+        var inflight: [Key: DispatchGroup] = [:]
+    }
+
+    private let state = Mutex(State())
     /// Prefetches still hashing: the process must not exit under them (libcrypto's exit
     /// handlers free what a running digest holds, and the process then dies of SIGSEGV).
     private let prefetches = DispatchGroup()
@@ -89,12 +96,12 @@ public final class DigestCache: @unchecked Sendable {
     public func hexOfFile(at url: URL, _ algorithm: Digest.Algorithm = .sha256) throws -> (hex: String, bytes: Int64) {
         guard let key = Self.key(url, algorithm) else { return try Digest.hexOfFile(at: url, algorithm) }
         enum Step { case done(String), wait(DispatchGroup), compute(DispatchGroup) }
-        let step: Step = lock.withLock {
-            if let hex = entries[key] { return .done(hex) }
-            if let group = inflight[key] { return .wait(group) }
+        let step: Step = state.withLock { state in
+            if let hex = state.entries[key] { return .done(hex) }
+            if let group = state.inflight[key] { return .wait(group) }
             let group = DispatchGroup()
             group.enter()
-            inflight[key] = group
+            state.inflight[key] = group
             return .compute(group)
         }
         switch step {
@@ -102,24 +109,35 @@ public final class DigestCache: @unchecked Sendable {
             return (hex, key.bytes)
         case .wait(let group):
             group.wait()
-            if let hex = lock.withLock({ entries[key] }) { return (hex, key.bytes) }
+            if let hex = state.withLock({ $0.entries[key] }) { return (hex, key.bytes) }
             return try Digest.hexOfFile(at: url, algorithm)
         case .compute(let group):
             defer {
-                lock.withLock { _ = inflight.removeValue(forKey: key) }
+                _ = state.withLock { $0.inflight.removeValue(forKey: key) }
                 group.leave()
             }
             let result = try Digest.hexOfFile(at: url, algorithm)
-            lock.withLock { entries[key] = result.hex }
+            state.withLock { $0.entries[key] = result.hex }
             return result
         }
     }
 
-    /// Starts hashing a file on a background thread, so the digest is ready (or nearly) when a
+    /// `hexOfFile` on `executor`: read (or waited for) without holding a thread of the cooperative pool.
+    public func hexOfFile(
+        at url: URL, _ algorithm: Digest.Algorithm = .sha256, on executor: BlockingExecutor
+    ) async throws -> (hex: String, bytes: Int64) {
+        try await executor.run { try self.hexOfFile(at: url, algorithm) }
+    }
+
+    /// Starts hashing a file on a thread of its own, so the digest is ready (or nearly) when a
     /// stage or the ledger asks for it: a large upload is hashed on an idle core while it is
     /// being decoded.
     public func prefetch(_ url: URL, _ algorithm: Digest.Algorithm = .sha256) {
-        DispatchQueue.global(qos: .utility).async(group: prefetches) { _ = try? self.hexOfFile(at: url, algorithm) }
+        prefetches.enter()
+        Thread.detachNewThread {
+            _ = try? self.hexOfFile(at: url, algorithm)
+            self.prefetches.leave()
+        }
     }
 
     /// Returns when every prefetch started so far has ended (the runner waits before a run ends).
@@ -130,7 +148,7 @@ public final class DigestCache: @unchecked Sendable {
     /// Records digests computed elsewhere (while copying a file, say).
     public func remember(_ url: URL, _ algorithm: Digest.Algorithm, hex: String) {
         guard let key = Self.key(url, algorithm) else { return }
-        lock.withLock { entries[key] = hex }
+        state.withLock { $0.entries[key] = hex }
     }
 
     static func key(_ url: URL, _ algorithm: Digest.Algorithm) -> Key? {

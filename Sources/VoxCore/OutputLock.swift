@@ -4,20 +4,29 @@ import Foundation
 /// process dies). An unsharded run locks the folder exclusively; a sharded run shares the
 /// folder lock with other shards and locks its own shard exclusively, so different shards run
 /// side by side and two attempts at one shard do not.
-public final class OutputLock: @unchecked Sendable {
-    private var descriptors: [Int32] = []
+public final class OutputLock: Sendable {
+    /// The lock files held open (closing one releases its lock).
+    private let descriptors: [Int32]
 
     public init(outputDirectory: URL, shard: Shard?) throws {
         let folderLock = outputDirectory.appendingPathComponent(".voxpipe.lock")
-        try take(folderLock, exclusive: shard == nil, outputDirectory: outputDirectory)
+        var held = [try Self.take(folderLock, exclusive: shard == nil, outputDirectory: outputDirectory)]
         if let shard {
-            try take(
-                outputDirectory.appendingPathComponent(".voxpipe-shard-\(shard.index)-of-\(shard.count).lock"),
-                exclusive: true, outputDirectory: outputDirectory)
+            do {
+                held.append(
+                    try Self.take(
+                        outputDirectory.appendingPathComponent(".voxpipe-shard-\(shard.index)-of-\(shard.count).lock"),
+                        exclusive: true, outputDirectory: outputDirectory))
+            } catch {
+                for fd in held { close(fd) }
+                throw error
+            }
         }
+        descriptors = held
     }
 
-    private func take(_ url: URL, exclusive: Bool, outputDirectory: URL) throws {
+    /// Opens and locks `url`; returns its descriptor.
+    private static func take(_ url: URL, exclusive: Bool, outputDirectory: URL) throws -> Int32 {
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw VoxError(
@@ -45,7 +54,7 @@ public final class OutputLock: @unchecked Sendable {
             let text = "pid \(getpid())\n"
             _ = text.withCString { write(fd, $0, strlen($0)) }
         }
-        descriptors.append(fd)
+        return fd
     }
 
     deinit { for fd in descriptors { close(fd) } }

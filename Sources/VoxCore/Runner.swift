@@ -92,6 +92,9 @@ public struct Runner: Sendable {
     let stages: [any StageRunner]
     public let options: RunOptions
     let logger: Logger
+    /// Where the ledger hashes an input: off the cooperative pool (a large upload takes a while,
+    /// or its prefetch is waited for).
+    var blocking = BlockingExecutor()
 
     /// Creates every stage instance of the plan and runs each `prepare()`; throws the first
     /// failure (a missing model is `VoxError(.unavailable)`, exit 69). With `prepareStages` off
@@ -127,7 +130,8 @@ public struct Runner: Sendable {
                 throw VoxError(category, error.message).within(stage: node.id, kind: node.kind.kind)
             }
         }
-        return Runner(plan: plan, stages: stages, options: options, logger: context.logger)
+        return Runner(
+            plan: plan, stages: stages, options: options, logger: context.logger, blocking: context.blocking)
     }
 
     /// Runs every item and returns their results in input order. Once an item fails because the
@@ -246,7 +250,11 @@ public struct Runner: Sendable {
             }
             // Hash the input before the outputs go into place: a file that changed under us is
             // then recorded as what was read, at worst.
-            let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previous?.input) }
+            var input: ItemManifest.FileRecord?
+            if let ledger = options.ledger {
+                let previousInput = previous?.input
+                input = try await blocking.run { try ledger.inputRecord(for: item, previous: previousInput) }
+            }
             try outputs.commit()
             if let ledger = options.ledger, let input {
                 try ledger.record(

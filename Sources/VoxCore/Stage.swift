@@ -192,6 +192,9 @@ public struct StageContext: Sendable {
     public var clock: any VoxClock = SystemClock()
     /// Heavy engines (models) shared by every stage instance of the run, loaded once.
     public var engines = EngineCache()
+    /// Where stages run blocking work (C engine calls, child processes): off the cooperative
+    /// pool, stopped when the item's task is cancelled.
+    public var blocking = BlockingExecutor()
     /// The keys in use: providers register the keys they load, writers redact what they write.
     /// The command line passes its process-wide registry; a test's context has one of its own.
     public var secrets = Secrets()

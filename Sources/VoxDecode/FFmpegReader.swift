@@ -72,14 +72,19 @@ final class FFmpegReader {
     }
 
     deinit {
-        if process.isRunning { process.terminate() }
+        cancel()
         try? stdout.close()
         try? FileManager.default.removeItem(at: stderrURL)
     }
 
     /// Reads up to `maxFrames` frames; an empty buffer at the end. Throws ffmpeg's own error when
-    /// it exits non-zero.
+    /// it exits non-zero, and `CancellationError` (ffmpeg terminated) once the item's task is
+    /// cancelled: a turn that timed out or lost its client stops decoding at the next block.
     func read(maxFrames: Int) throws -> [Float] {
+        if Task.isCancelled {
+            cancel()
+            throw CancellationError()
+        }
         let frameBytes = 4 * format.channels
         let want = maxFrames * frameBytes
         while pending.count < want {
@@ -105,5 +110,7 @@ final class FFmpegReader {
         return samples
     }
 
-    func cancel() { if process.isRunning { process.terminate() } }
+    /// Kills ffmpeg: SIGKILL, as `ExternalTool` does, since a child started from a thread of Swift's
+    /// pool inherits its blocked signals and SIGTERM would wait.
+    func cancel() { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }

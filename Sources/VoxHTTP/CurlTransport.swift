@@ -60,24 +60,27 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
 
     private func giveBack(_ handle: UnsafeMutableRawPointer) { lock.withLock { idle.append(handle) } }
 
+    /// Runs the transfer on a thread of its own (never the cooperative pool); a cancelled task's
+    /// transfer is aborted within about a second (libcurl asks its progress callback that often)
+    /// and throws `CancellationError`.
     public func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(with: Result { try self.performBlocking(request) })
-            }
-        }
+        try await BlockingExecutor().run { job in try self.performBlocking(request, job: job) }
     }
 
     final class Sink {
         var body = Data()
         var headers: [String: String] = [:]
+        /// The work the transfer is part of: once it is cancelled, the progress callback aborts.
+        let job: BlockingJob?
+
+        init(job: BlockingJob?) { self.job = job }
     }
 
-    func performBlocking(_ request: HTTPRequest) throws -> HTTPResponse {
+    func performBlocking(_ request: HTTPRequest, job: BlockingJob? = nil) throws -> HTTPResponse {
         _ = Self.initialized
         guard let handle = take() else { throw HTTPError(.connection, "libcurl could not start a transfer") }
         defer { giveBack(handle) }
-        let sink = Sink()
+        let sink = Sink(job: job)
         let context = Unmanaged.passRetained(sink)
         defer { context.release() }
         var list: UnsafeMutablePointer<curl_slist>?
@@ -102,6 +105,12 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
                 UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
             return size * count
         }
+        vox_curl_setopt_long(handle, CURLOPT_NOPROGRESS, 0)
+        vox_curl_setopt_ptr(handle, CURLOPT_XFERINFODATA, context.toOpaque())
+        vox_curl_setopt_progress(handle) { user, _, _, _, _ in
+            guard let user else { return 0 }
+            return Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue().job?.isCancelled == true ? 1 : 0
+        }
         vox_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, context.toOpaque())
         vox_curl_setopt_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, user in
             guard let data, let user else { return 0 }
@@ -125,6 +134,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
             return curl_easy_perform(handle)
         }
         guard code == CURLE_OK else {
+            if code == CURLE_ABORTED_BY_CALLBACK { throw CancellationError() }
             let message = String(cString: curl_easy_strerror(code))
             switch code {
             case CURLE_OPERATION_TIMEDOUT: throw HTTPError(.timeout, "timed out or stalled (\(message))")

@@ -71,6 +71,8 @@ public final class HTTPClient: Sendable {
                 outcome = .failure(error)
             }
             await limiter.release()
+            // A cancelled task's transfer was aborted: that is no failure to retry or report.
+            if case .failure(let error) = outcome, error is CancellationError { throw error }
             let (retry, wait, failure) = judge(outcome, attempt: attempt)
             if retry == false {
                 if let failure { throw redacted(failure) }

@@ -188,7 +188,7 @@ public final class TutorPipeline: Sendable {
         let url = scratch.appendingPathComponent("speech-\(UUID().uuidString).\(encoding.format.ext)")
         defer { try? FileManager.default.removeItem(at: url) }
         let output = AudioOutput(encoding: encoding, rateConversion: rateConversion)
-        try await offPool { try output.write(speech, to: url) }
+        try await source.context.blocking.run { try output.write(speech, to: url) }
         return try Data(contentsOf: url)
     }
 

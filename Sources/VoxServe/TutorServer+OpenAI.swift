@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import VoxCore
 import VoxDecode
 import VoxWrite
@@ -25,7 +26,7 @@ extension TutorServer {
         case verboseJSON = "verbose_json"
     }
 
-    func addOpenAIRoutes(to router: Router<BasicRequestContext>) {
+    func addOpenAIRoutes(to router: Router<ServeRequestContext>) {
         router.get("/v1/models") { request, _ in
             if let refused = self.unauthorized(request) { return self.openAIError(refused) }
             return self.json(
@@ -35,17 +36,20 @@ extension TutorServer {
                     "data": [["id": self.pipeline.plan.name, "object": "model", "created": 0, "owned_by": "voxpipe"]],
                 ])
         }
-        let routes: [(String, @Sendable (Request) async throws -> Response)] = [
-            ("/v1/audio/speech", { try await self.speech($0) }),
-            ("/v1/audio/transcriptions", { try await self.transcription($0) }),
-            ("/v1/audio/translations", { try await self.transcription($0, translate: true) }),
+        let routes: [(String, @Sendable (Request, ServeRequestContext) async throws -> Response)] = [
+            ("/v1/audio/speech", { try await self.speech($0, connection: $1.channel) }),
+            ("/v1/audio/transcriptions", { try await self.transcription($0, connection: $1.channel) }),
+            ("/v1/audio/translations", { try await self.transcription($0, translate: true, connection: $1.channel) }),
         ]
         for (path, handler) in routes {
-            router.post(RouterPath(path)) { request, _ in
+            router.post(RouterPath(path)) { request, context in
                 await self.counted(path) {
                     if let refused = self.unauthorized(request) { return (self.openAIError(refused), refused) }
+                    // Every one runs the pipeline: refused on arrival, unread, when every place is taken.
+                    guard self.admission.enter() else { return (self.openAIError(Self.overloaded), Self.overloaded) }
+                    defer { self.admission.leave() }
                     do {
-                        return (try await handler(request), nil)
+                        return (try await handler(request, context), nil)
                     } catch {
                         let failure =
                             (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
@@ -58,7 +62,9 @@ extension TutorServer {
 
     /// A transcription, or with `translate` an English translation (the spec's whisper stage with
     /// task translate, made on first use).
-    func transcription(_ request: Request, translate: Bool = false) async throws -> Response {
+    func transcription(
+        _ request: Request, translate: Bool = false, connection: (any Channel)? = nil
+    ) async throws -> Response {
         let limit = settings.maxBodyBytes
         let type = request.headers[.contentType] ?? ""
         guard type.lowercased().hasPrefix("multipart/form-data"), let boundary = Multipart.boundary(type) else {
@@ -104,7 +110,9 @@ extension TutorServer {
         try file.data.write(to: upload)
         defer { try? FileManager.default.removeItem(at: upload) }
         // Its own conversation: a transcription is no tutor turn.
-        let answer = try await runPipeline(upload: upload, channel: "openai-\(UUID().uuidString)") {
+        let answer = try await runPipeline(
+            upload: upload, channel: "openai-\(UUID().uuidString)", connection: connection
+        ) {
             try await pipeline.answer(audioFile: upload, conversation: Conversation())
         }
         let transcripts = answer.transcripts.filter { !$0.text.allSatisfy(\.isWhitespace) }
@@ -168,7 +176,7 @@ extension TutorServer {
     /// synthesize stage: `voice` when its provider has one by that name (espeak-ng: `de`,
     /// `en-us`, …; OpenAI's names such as `alloy` keep the spec's voice), `speed` (0.25-4) scaling
     /// its rate.
-    func speech(_ request: Request) async throws -> Response {
+    func speech(_ request: Request, connection: (any Channel)? = nil) async throws -> Response {
         let body = try await readObject(request, required: true)
         guard let input = body["input"] as? String, !input.allSatisfy(\.isWhitespace) else {
             throw ServeError.badRequest("bad_request", "input: expected the text to speak as a non-empty string")
@@ -188,7 +196,8 @@ extension TutorServer {
             throw ServeError.badRequest("bad_request", "speed: expected a number from 0.25 to 4")
         }
         let request = SpeechRequest(voice: body["voice"] as? String, speed: speed)
-        let speech = try await runPipeline(upload: nil, channel: "openai-\(UUID().uuidString)") {
+        let speech = try await runPipeline(upload: nil, channel: "openai-\(UUID().uuidString)", connection: connection)
+        {
             var answer = TutorPipeline.Answer(transcription: input, reply: input)
             answer.speech = try await SpeechRequest.$current.withValue(request) {
                 try await self.pipeline.speak(text: input)

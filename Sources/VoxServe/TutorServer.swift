@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import Synchronization
 import VoxCore
 import VoxDecode
@@ -30,9 +31,9 @@ public final class TutorServer: Sendable {
     public let settings: ServeSettings
     let pipeline: TutorPipeline
     let metrics = ServeMetrics()
-    /// Pipeline requests at once: `concurrency` run, `queue` more wait their turn, the rest are refused.
-    let admission: AsyncSemaphore
-    let queue: Int
+    /// Pipeline requests at once: `concurrency` run, `queue` more wait their turn, the rest are
+    /// refused on arrival, unread.
+    let admission: Admission
     /// The shared session: requests without a session cookie (and without a channel) talk on it.
     let session = BotSession()
     /// Each device's session, named by the cookie its join set.
@@ -53,8 +54,12 @@ public final class TutorServer: Sendable {
         self.pipeline = pipeline
         self.settings = settings
         self.logger = logger
-        admission = AsyncSemaphore(permits: settings.concurrency)
-        queue = max(0, settings.queue)
+        // Idle again (for a second): the memory the turns used goes back to the system, on a thread
+        // of its own (malloc_trim holds the allocator's locks while it works).
+        let blocking = pipeline.source.context.blocking
+        admission = Admission(concurrency: settings.concurrency, queue: settings.queue) {
+            Task { try? await blocking.run { MemoryTrim.now() } }
+        }
         conversations = Conversations(limit: settings.maxConversations)
         devices = DeviceSessions(limit: settings.maxConversations)
     }
@@ -83,8 +88,8 @@ public final class TutorServer: Sendable {
     /// certificate for tokens).
     public var startupWarnings: [String] { settings.agora.warnings }
 
-    func makeRouter() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    func makeRouter() -> Router<ServeRequestContext> {
+        let router = Router(context: ServeRequestContext.self)
         router.add(middleware: JSONErrorMiddleware())
         router.get("/healthz") { _, _ in self.json(200, ["success": true, "status": "ok"]) }
         router.get("/metrics") { _, _ in
@@ -94,20 +99,20 @@ public final class TutorServer: Sendable {
         }
         addOpenAIRoutes(to: router)
         let api = router.group(RouterPath(settings.routePrefix))
-        api.post("/process-audio") { request, _ in
-            await self.answer("/process-audio", request, pipeline: true) { try await self.processAudio($0) }
+        api.post("/process-audio") { request, context in
+            await self.answer("/process-audio", request, context, pipeline: true) { try await self.processAudio($0) }
         }
-        api.post("/process-text") { request, _ in
-            await self.answer("/process-text", request, pipeline: true) { try await self.processText($0) }
+        api.post("/process-text") { request, context in
+            await self.answer("/process-text", request, context, pipeline: true) { try await self.processText($0) }
         }
-        api.post("/join-with-bot") { request, _ in
-            await self.answer("/join-with-bot", request) { try await self.join($0) }
+        api.post("/join-with-bot") { request, context in
+            await self.answer("/join-with-bot", request, context) { try await self.join($0) }
         }
-        api.post("/stop") { request, _ in
-            await self.answer("/stop", request, bodyRequired: false) { try await self.stop($0) }
+        api.post("/stop") { request, context in
+            await self.answer("/stop", request, context, bodyRequired: false) { try await self.stop($0) }
         }
-        api.get("/status") { request, _ in
-            await self.answer("/status", request, bodyRequired: false) { exchange in
+        api.get("/status") { request, context in
+            await self.answer("/status", request, context, bodyRequired: false) { exchange in
                 var (channel, started) = await (self.session.channel, self.session.startedAt)
                 if let device = exchange.session { (channel, started) = (device.channel, device.startedAt) }
                 return [
@@ -167,7 +172,7 @@ public final class TutorServer: Sendable {
         }
         let channel = await channel(exchange)
         let conversation = conversations.conversation(for: channel)
-        let answer = try await runPipeline(upload: upload, channel: channel) {
+        let answer = try await runPipeline(upload: upload, channel: channel, connection: exchange.connection) {
             try await self.pipeline.answer(audioFile: upload, conversation: conversation)
         }
         if answer.transcription.isEmpty {
@@ -191,7 +196,7 @@ public final class TutorServer: Sendable {
         }
         let channel = await channel(exchange)
         let conversation = conversations.conversation(for: channel)
-        let answer = try await runPipeline(upload: nil, channel: channel) {
+        let answer = try await runPipeline(upload: nil, channel: channel, connection: exchange.connection) {
             try await self.pipeline.answer(text: text, conversation: conversation)
         }
         return ["success": true, "reply": answer.reply, "audio": try await spoken(answer)]
@@ -265,17 +270,20 @@ public final class TutorServer: Sendable {
         return try await pipeline.encode(speech, as: settings.audio).base64EncodedString()
     }
 
-    /// Runs a pipeline turn when admitted, within the timeout; failures become `ServeError`s.
-    /// Turns on one channel run one at a time, in the order they came (once admitted).
+    /// Runs a pipeline turn when admitted (the request already holds a place), within the
+    /// timeout; failures become `ServeError`s. Turns on one channel run one at a time, in the
+    /// order they came (once admitted). The turn is cancelled — its engines aborted, its child
+    /// processes terminated — when the time is up, when the client of `connection` goes away, or
+    /// when the request's own task is cancelled (the server shuts down).
     func runPipeline(
-        upload: URL?, channel: String, _ work: @escaping @Sendable () async throws -> TutorPipeline.Answer
+        upload: URL?, channel: String, connection: (any Channel)?,
+        _ work: @escaping @Sendable () async throws -> TutorPipeline.Answer
     ) async throws -> TutorPipeline.Answer {
-        let (admission, queue) = (self.admission, self.queue)
+        let (slots, queue) = (admission.slots, settings.queue)
         let order = turnOrder
         let turn = Task { () async throws -> TutorPipeline.Answer in
-            guard await admission.acquire(queueLimit: queue) else {
-                throw ServeError(503, "overloaded", "the server is busy; try again shortly")
-            }
+            // Places bound the waiters already; the queue limit only guards that.
+            guard await slots.acquire(queueLimit: queue) else { throw TutorServer.overloaded }
             // Admitted first, so a busy server still refuses; the turn before it holds a place already.
             // Place and slot are given back before the turn's task ends (awaited, not left to tasks of
             // their own), so a client that got its answer finds them free for its next request.
@@ -285,16 +293,22 @@ public final class TutorServer: Sendable {
                 try Task.checkCancellation()
                 let answer = try await work()
                 await order.release(channel)
-                await admission.release()
+                await slots.release()
                 return answer
             } catch {
                 await order.release(channel)
-                await admission.release()
+                await slots.release()
                 throw error
             }
         }
         do {
-            return try await Deadline.race(turn, seconds: settings.timeout)
+            return try await withTaskCancellationHandler {
+                try await ClientGoneWatcher.watching(connection, onGone: { turn.cancel() }) {
+                    try await Deadline.race(turn, seconds: settings.timeout)
+                }
+            } onCancel: {
+                turn.cancel()
+            }
         } catch let error as ServeError {
             throw error
         } catch is DeadlinePassed {
@@ -307,18 +321,30 @@ public final class TutorServer: Sendable {
         }
     }
 
+    /// The answer to a pipeline request when every place is taken: 503 with Retry-After, given
+    /// on arrival, before the body is read (Hummingbird drains it after the answer, so the
+    /// connection stays usable).
+    static let overloaded = ServeError(503, "overloaded", "the server is busy; try again shortly")
+
     /// Reads the body as a JSON object, answers, and counts the request.
     func answer(
-        _ route: String, _ request: Request, pipeline: Bool = false, bodyRequired: Bool = true,
-        _ handler: @escaping @Sendable (Exchange) async throws -> [String: Any]
+        _ route: String, _ request: Request, _ context: ServeRequestContext, pipeline: Bool = false,
+        bodyRequired: Bool = true, _ handler: @escaping @Sendable (Exchange) async throws -> [String: Any]
     ) async -> Response {
         await counted(route) {
+            if pipeline {
+                guard admission.enter() else {
+                    return (json(503, ["success": false, "error": Self.overloaded.message]), Self.overloaded)
+                }
+            }
+            defer { if pipeline { admission.leave() } }
             do {
                 var body = try await readObject(request, required: bodyRequired)
                 let key = try clientKey(&body)
                 let id = Self.sessionID(request)
                 let session: DeviceSession? = if let id { await devices[id] } else { nil }
-                let exchange = Exchange(body: body, sessionID: id, session: session, clientKey: key)
+                let exchange = Exchange(
+                    body: body, sessionID: id, session: session, clientKey: key, connection: context.channel)
                 // A key the session's join brought serves its later turns (only with allowClientKeys).
                 var answer = try await ClientCredentials.$apiKey.withValue(key ?? session?.clientKey) {
                     json(200, try await handler(exchange))
@@ -469,14 +495,20 @@ final class Exchange: @unchecked Sendable {
     let sessionID: String?
     let session: DeviceSession?
     let clientKey: String?
+    /// The connection the request came on: its turn stops when the client goes away.
+    let connection: (any Channel)?
     /// A Set-Cookie value for the answer.
     var setCookie: String?
 
-    init(body: [String: Any], sessionID: String?, session: DeviceSession?, clientKey: String?) {
+    init(
+        body: [String: Any], sessionID: String?, session: DeviceSession?, clientKey: String?,
+        connection: (any Channel)? = nil
+    ) {
         self.body = body
         self.sessionID = sessionID
         self.session = session
         self.clientKey = clientKey
+        self.connection = connection
     }
 }
 
@@ -484,8 +516,9 @@ final class Exchange: @unchecked Sendable {
 struct DeadlinePassed: Error {}
 
 enum Deadline {
-    /// The task's result, or `DeadlinePassed` after `seconds` (the task is then cancelled and
-    /// left to finish on its own, so the answer does not wait for an engine that cannot stop).
+    /// The task's result, or `DeadlinePassed` after `seconds`: the task is then cancelled (its
+    /// engines abort, its child processes are terminated) and left to end on its own, so the
+    /// answer does not wait for it.
     static func race<T: Sendable>(_ task: Task<T, any Error>, seconds: Double) async throws -> T {
         let once = ResumeOnce<T>()
         return try await withCheckedThrowingContinuation { continuation in
@@ -525,7 +558,7 @@ final class ResumeOnce<T: Sendable>: Sendable {
 
 /// Errors the router itself raises (no such route) as the API's JSON error shape.
 struct JSONErrorMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = ServeRequestContext
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response

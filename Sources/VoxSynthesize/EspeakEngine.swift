@@ -1,20 +1,22 @@
 internal import CEspeakNG
 import Foundation
+import Synchronization
 import VoxCore
 
 /// espeak-ng: libespeak-ng in the process for its voices and phonemes (it keeps all its state in
 /// process globals, so there is exactly one engine per process and every call goes through its
 /// lock), and the `espeak-ng` program for speech, a process per piece so that no utterance
 /// inherits another's state (see `synthesize`).
-final class EspeakEngine: @unchecked Sendable {
+final class EspeakEngine: Sendable {
     static let shared = EspeakEngine()
 
-    private let lock = NSLock()
-    private var sampleRate: Int?
+    /// The library's output rate once it is initialized; its lock is the lock of every call into
+    /// the library.
+    private let library = Mutex<Int?>(nil)
 
     /// Initializes the library once; returns its output sample rate.
     func start() throws -> Int {
-        try lock.withLock {
+        try library.withLock { sampleRate in
             if let sampleRate { return sampleRate }
             let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, Int32(espeakINITIALIZE_DONT_EXIT))
             guard rate > 0 else {
@@ -30,8 +32,8 @@ final class EspeakEngine: @unchecked Sendable {
     /// Whether espeak-ng has a voice by this name or language code.
     func hasVoice(_ name: String) throws -> Bool {
         _ = try start()
-        return lock.withLock {
-            return espeak_SetVoiceByName(name) == EE_OK
+        return library.withLock { _ in
+            espeak_SetVoiceByName(name) == EE_OK
         }
     }
 
@@ -108,7 +110,7 @@ final class EspeakEngine: @unchecked Sendable {
     /// `espeak_TextToPhonemesWithTerminator`).
     func phonemes(_ text: String, voice: String) throws -> [(ipa: String, source: String)] {
         _ = try start()
-        return try lock.withLock {
+        return try library.withLock { _ in
             guard espeak_SetVoiceByName(voice) == EE_OK else {
                 throw SynthesizeError(.voice, "espeak-ng has no voice \"\(voice)\" to phonemize with")
             }

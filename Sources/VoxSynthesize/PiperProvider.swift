@@ -11,7 +11,9 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
     public static let summary =
         "Piper voices (sherpa-onnx, in-process), offline; 22.05 kHz mono for the installed voice."
     public static func make(_ settings: Settings, context: StageContext) -> any SpeechProvider {
-        PiperProvider(settings: settings, engines: context.engines, rateConversion: context.rateConversion)
+        PiperProvider(
+            settings: settings, engines: context.engines, rateConversion: context.rateConversion,
+            blocking: context.blocking)
     }
     public static func streamFormat(_ settings: Settings) -> StreamFormat? {
         settings.sampleRate.map { StreamFormat(sampleRate: $0, channels: 1) }
@@ -92,11 +94,17 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
     let engines: EngineCache
     /// Brings espeak-ng's speech of another language to the voice's rate when they differ.
     let rateConversion: (any RateConversion)?
+    /// Where the voice is loaded and speaks: off the cooperative pool.
+    let blocking: BlockingExecutor
 
-    public init(settings: Settings, engines: EngineCache = EngineCache(), rateConversion: (any RateConversion)? = nil) {
+    public init(
+        settings: Settings, engines: EngineCache = EngineCache(), rateConversion: (any RateConversion)? = nil,
+        blocking: BlockingExecutor = BlockingExecutor()
+    ) {
         self.settings = settings
         self.engines = engines
         self.rateConversion = rateConversion
+        self.blocking = blocking
     }
 
     /// Loads the voice once (off the cooperative pool: it takes seconds); exit 69 naming what is missing.
@@ -117,7 +125,9 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
             )
         }
         let engines = engines
-        return try await offPool { try engines.engine("piper:\(files.model.path)") { try PiperEngine(voice: files) } }
+        return try await blocking.run {
+            try engines.engine("piper:\(files.model.path)") { try PiperEngine(voice: files) }
+        }
     }
 
     /// Speaks `text` one sentence at a time, each handed on as it is made, with a short pause
@@ -135,13 +145,13 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
             }
             return
         }
-        let sentences = try await offPool { try engine.sentences(text) }
+        let sentences = try await blocking.run { try engine.sentences(text) }
         let pause = [Float](repeating: 0, count: Int(Self.sentencePause * Double(engine.sampleRate)))
         let speed = min(4, max(0.25, settings.speed * (SpeechRequest.current?.speed ?? 1)))
         let speaker = settings.speaker
         for (i, sentence) in sentences.enumerated() {
             try Task.checkCancellation()
-            let spoken = try await offPool { try engine.generate(sentence, speed: speed, speaker: speaker) }
+            let spoken = try await blocking.run { try engine.generate(sentence, speed: speed, speaker: speaker) }
             try await part(format, i > 0 && !spoken.isEmpty ? pause + spoken : spoken)
         }
     }
@@ -151,7 +161,8 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
         guard settings.otherLanguages == .espeak, let language = language.map(Self.family), !language.isEmpty,
             language != Self.family(engine.config.espeakVoice), try EspeakEngine.shared.hasVoice(language)
         else { return nil }
-        return EspeakProvider(voice: EspeakEngine.Voice(name: language, rate: 175, pitch: 50, volume: 100))
+        return EspeakProvider(
+            voice: EspeakEngine.Voice(name: language, rate: 175, pitch: 50, volume: 100), blocking: blocking)
     }
 
     /// The language of a code: "en" of "en-us", "en_US" or "EN".

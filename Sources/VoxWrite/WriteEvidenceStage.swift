@@ -70,6 +70,8 @@ public struct WriteEvidenceStage: Stage {
     /// How the run was made: spec, software versions, what each stage declared.
     let provenance: Provenance
     let digests: DigestCache
+    /// Where the bag is written and hashed: off the cooperative pool.
+    let blocking: BlockingExecutor
     /// Redacts every key in use from what this writer writes.
     let secrets: Secrets
 
@@ -79,6 +81,7 @@ public struct WriteEvidenceStage: Stage {
         self.configuration = configuration
         provenance = context.provenance
         digests = context.digests
+        blocking = context.blocking
     }
 
     public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
@@ -105,9 +108,13 @@ public struct WriteEvidenceStage: Stage {
         }
         if let reported = item.item.reportWindow { window = Self.trim(window, to: reported) }
         let bag = try item.outputs.reserve(name: id)
-        try build(
-            bag: bag, window: window, transcripts: transcripts.sorted { $0.chunk.start < $1.chunk.start }, item: item)
-        for artifact in try item.outputs.artifacts(forDirectory: bag, digests: digests) {
+        let (trimmed, sorted) = (window, transcripts.sorted { $0.chunk.start < $1.chunk.start })
+        // Copying and hashing the upload (or waiting for its prefetch) blocks: off the cooperative pool.
+        let artifacts = try await blocking.run {
+            try build(bag: bag, window: trimmed, transcripts: sorted, item: item)
+            return try item.outputs.artifacts(forDirectory: bag, digests: digests)
+        }
+        for artifact in artifacts {
             try await output.send(artifact)
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Synchronization
 import VoxCheck
 import VoxCore
 import VoxResample
@@ -273,44 +274,49 @@ struct RunCommand: AsyncParsableCommand {
 /// (their temporary files are removed; decodes in C engines are aborted); a second one ends the
 /// process at once. Installed first thing, so a signal that comes while models load is not lost:
 /// the action given later runs at once if a signal came before.
-final class SignalHandler: @unchecked Sendable {
-    private let lock = NSLock()
-    private var signal: Int32?
-    private var action: (@Sendable () -> Void)?
-    private var sources: [DispatchSourceSignal] = []
+final class SignalHandler: Sendable {
+    private struct State {
+        var signal: Int32?
+        var action: (@Sendable () -> Void)?
+        var sources: [any DispatchSourceSignal] = []
+    }
 
-    var received: Int32? { lock.withLock { signal } }
+    private let state = Mutex(State())
+
+    var received: Int32? { state.withLock { $0.signal } }
 
     func install() {
         for sig in [SIGINT, SIGTERM] {
             Foundation.signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [self] in
-                let (first, action) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
-                    if signal != nil { return (false, nil) }
-                    signal = sig
-                    return (true, self.action)
-                }
-                if first {
-                    FileHandle.standardError.write(
-                        Data(
-                            "\nvoxpipe: stopping: no new items; abandoning running ones (again to quit at once)\n".utf8)
-                    )
-                    action?()
-                } else {
-                    _exit(128 + sig)
-                }
+            state.withLock { state in
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { [self] in handle(sig) }
+                source.resume()
+                state.sources.append(source)
             }
-            source.resume()
-            sources.append(source)
+        }
+    }
+
+    private func handle(_ sig: Int32) {
+        let (first, action) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+            if state.signal != nil { return (false, nil) }
+            state.signal = sig
+            return (true, state.action)
+        }
+        if first {
+            FileHandle.standardError.write(
+                Data("\nvoxpipe: stopping: no new items; abandoning running ones (again to quit at once)\n".utf8))
+            action?()
+        } else {
+            _exit(128 + sig)
         }
     }
 
     /// What the first signal does; runs at once when one has come already.
     func onFirst(_ action: @escaping @Sendable () -> Void) {
-        let now = lock.withLock { () -> Bool in
-            self.action = action
-            return signal != nil
+        let now = state.withLock { state -> Bool in
+            state.action = action
+            return state.signal != nil
         }
         if now { action() }
     }
@@ -318,15 +324,14 @@ final class SignalHandler: @unchecked Sendable {
 
 /// Progress on stderr: a redrawn line on a TTY, one plain line per finished item otherwise.
 /// Every failed item gets its own line (file, stage, reason), and the run a closing summary.
-final class ProgressReporter: RunObserver, @unchecked Sendable {
-    private let lock = NSLock()
+final class ProgressReporter: RunObserver, Sendable {
+    private let count: Mutex<ProgressCount>
     private let isTTY = isatty(STDERR_FILENO) != 0
-    private var count: ProgressCount
 
-    init(total: Int) { count = ProgressCount(total: total) }
+    init(total: Int) { count = Mutex(ProgressCount(total: total)) }
 
     func handle(_ event: RunEvent) {
-        lock.withLock {
+        count.withLock { count in
             count.count(event)
             switch event {
             case .started, .itemSplit:
@@ -334,7 +339,7 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
             case .warning(let message):
                 emit("voxpipe: warning: \(message)")
             case .itemStarted:
-                redraw()
+                redraw(count)
             case .itemFinished(let result):
                 switch result.status {
                 case .failed:
@@ -351,7 +356,7 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
                         )
                     }
                 }
-                redraw()
+                redraw(count)
             }
         }
     }
@@ -361,7 +366,7 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
         FileHandle.standardError.write(Data("\(clear)\(safeLine(line))\n".utf8))
     }
 
-    private func redraw() {
+    private func redraw(_ count: ProgressCount) {
         guard isTTY else { return }
         let line = "[\(count.finished)/\(count.total)] \(count.running) running, \(count.failed) failed"
         FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
@@ -375,7 +380,7 @@ final class ProgressReporter: RunObserver, @unchecked Sendable {
         var parts = ["\(done) done"]
         if skipped > 0 { parts.append("\(skipped) skipped") }
         parts.append("\(failed) failed")
-        lock.withLock {
+        count.withLock { _ in
             emit(
                 "voxpipe: \(results.count) item\(results.count == 1 ? "" : "s"): \(parts.joined(separator: ", ")) in "
                     + "\(String(format: "%.1f", seconds)) s; outputs in \(output)"

@@ -75,6 +75,18 @@ import VoxTestSupport
         #expect(try times("/v1/models").count == 2)
     }
 
+    @Test func aCancelledRequestIsAbortedNotRetriedOrWaitedOut() async throws {
+        // Held by the server until released: only the cancellation can end it before the timeout.
+        try server.inject([["path": "/v1/models", "kind": "hold", "count": 1]])
+        defer { try? server.release() }
+        let held = client(settings(["timeout": 60, "maxRetries": 0]))
+        let request = Task { try await get(held) }
+        #expect(try await eventually { try !times("/v1/models").isEmpty })
+        request.cancel()
+        // Without the abort, the transfer ends in the 60-s timeout as an HTTPError.
+        await #expect(throws: CancellationError.self) { _ = try await request.value }
+    }
+
     @Test func aTruncatedBodyIsRetried() async throws {
         try server.inject([["path": "/v1/models", "kind": "truncate", "count": 1]])
         #expect(try await get(client(settings())).status == 200)

@@ -196,6 +196,30 @@ import VoxTesting
         await #expect(throws: TranscribeError.self) { try await english.prepare() }
     }
 
+    @Test func aCancelledDecodeStopsThroughWhispersAbortCallback() async throws {
+        let settings = try WhisperProvider.settings(
+            StageOptions(
+                stageID: "asr", path: "stages[0].provider", baseDirectory: URL(fileURLWithPath: "/"),
+                values: ["language": "de"], specs: WhisperProvider.options))
+        let provider = WhisperProvider(settings: settings, engines: testEngines)
+        try await provider.prepare()
+        let session = try #require(try provider.beginItem() as? WhisperProvider.Session)
+        defer { session.end() }
+        // A minute of German: two full windows, many seconds of decoding on any machine.
+        let german = try await chunk16k(Self.samples.appendingPathComponent("speech-de-44k-stereo.flac"))
+        let minute = Array(repeating: german.samples, count: 15).flatMap { $0 }
+        let decode = Task { try await session.decode(minute) }
+        // Cancelled once the decode runs (it has its slot and its thread).
+        #expect(try await eventually { provider.decodesStarted > 0 })
+        #expect(provider.decodesStarted == 1)
+        let cancelled = ContinuousClock.now
+        decode.cancel()
+        // Without the abort flag reaching whisper_full, the decode would end with its text.
+        await #expect(throws: CancellationError.self) { _ = try await decode.value }
+        // Generous: an aborted decode stops within milliseconds; this only catches one that hangs.
+        #expect(ContinuousClock.now - cancelled < .seconds(30))
+    }
+
     @Test func theRuntimeIsTheBaselineBuildAndACPUBelowItIsRefusedAtPrepare() throws {
         // make setup builds x86-64-v3; its identity is read from the library and its record.
         #expect(WhisperRuntime.identity.hasPrefix("whisper.cpp 1.8.5 x86-64-v3 ("), "\(WhisperRuntime.identity)")
@@ -250,20 +274,41 @@ import VoxTesting
         #expect(out[1].words.allSatisfy { $0.start >= 130 && $0.end <= 130.2 })
     }
 
-    @Test func aDecodeTakesTheFreeCoresSharedWithTheDecodesWaiting() {
-        func granted(_ requested: Int, cores: Int, busy: Int = 0, waiting: Int = 0) -> [Int] {
-            let g = WhisperProvider.threads(requested: requested, cores: cores, busy: busy, waiting: waiting)
-            return [g.threads, g.cores]
+    @Test func aDecodeTakesTheFreeCoresSharedWithTheDecodesWaiting() async throws {
+        // The cores as permits: a decode alone takes one, then every free one.
+        let cores = AsyncSemaphore(permits: 4)
+        #expect(await cores.acquire())
+        #expect(await cores.takeFree(upTo: 3) == 3)
+        // A second decode waits; while it does, none is free.
+        let second = Task { await cores.acquire() }
+        var polls = 0
+        while await cores.waiters == 0, polls < 10_000 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(1))
         }
-        // One item alone decodes on every core; with another waiting, they take half each.
-        #expect(granted(0, cores: 2) == [2, 2])
-        #expect(granted(0, cores: 2, waiting: 1) == [1, 1])
-        #expect(granted(0, cores: 8, busy: 2, waiting: 2) == [2, 2])
-        #expect(granted(0, cores: 2, busy: 1) == [1, 1])
-        #expect(granted(0, cores: 1) == [1, 1])
-        // A count from the spec is kept; it holds at most every core.
-        #expect(granted(1, cores: 2) == [1, 1])
-        #expect(granted(4, cores: 2) == [4, 2])
+        #expect(await cores.waiters == 1)
+        #expect(await cores.takeFree(upTo: 3) == 0)
+        // The first gives its four back: one goes to the waiter, which then takes the rest.
+        await cores.release(4)
+        #expect(await second.value)
+        #expect(await cores.inUse == 1)
+        #expect(await cores.takeFree(upTo: 3) == 3)
+        await cores.release(4)
+        #expect(await cores.inUse == 0)
+        // The provider: by default every core of this machine for a decode alone; a count from the
+        // spec as it is, holding one of cores / count permits.
+        func provider(_ values: [String: JSONValue]) throws -> WhisperProvider {
+            WhisperProvider(
+                settings: try WhisperProvider.settings(
+                    StageOptions(
+                        stageID: "asr", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
+                        specs: WhisperProvider.options)))
+        }
+        let all = ProcessInfo.processInfo.activeProcessorCount
+        let auto = try #require(await try provider([:]).takeCores())
+        #expect(auto.threads == all && auto.permits == all)
+        let three = try #require(await try provider(["threads": 3]).takeCores())
+        #expect(three.threads == 3 && three.permits == 1)
     }
 
     /// The shared base model (the provider's key, so the test process loads it once).

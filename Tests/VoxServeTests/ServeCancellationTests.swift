@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+import VoxCore
+import VoxTestSupport
+import VoxTesting
+
+@testable import VoxServe
+
+/// A reply stage that never answers by itself: it starts `sh` as a child process on the stage
+/// context's blocking executor, which writes its process id to the file `pidFile` names and then
+/// sleeps ten minutes. Only cancellation (terminating the child) ends it.
+struct HoldingReply: Stage {
+    typealias Input = Transcript
+    typealias Output = Reply
+    typealias Configuration = String
+    static let kind = "reply"
+    static let summary = "a reply that waits in a child process until it is cancelled"
+    static let options = [OptionSpec("pidFile", .string, help: "where the child writes its process id")]
+    static func configure(_ options: StageOptions) throws -> String { options.string("pidFile") ?? "" }
+
+    let pidFile: String
+    let blocking: BlockingExecutor
+
+    init(id: String, configuration: String, context: StageContext) {
+        pidFile = configuration
+        blocking = context.blocking
+    }
+
+    func run(_ input: Inbox<Transcript>, _ output: Outbox<Reply>, _ item: ItemContext) async throws {
+        for try await transcript in input {
+            let sh = URL(fileURLWithPath: "/bin/sh")
+            _ = try await ExternalTool.run(
+                sh, ["-c", "echo $$ > '\(pidFile)'; exec sleep 600"], input: Data(), on: blocking)
+            try await output.send(Reply(transcript: transcript, text: "never"))
+        }
+    }
+}
+
+/// A turn that times out or whose client goes away stops its work; a full server refuses at once.
+@Suite struct ServeCancellationTests {
+    let api = "/api/agora"
+    let registry = StageRegistry([
+        StageKind(StandIn<DecodeRole>.self), StageKind(StandIn<TranscribeRole>.self),
+        StageKind(HoldingReply.self), StageKind(StandIn<SynthesizeRole>.self),
+    ])
+
+    /// A server whose reply stage holds every turn in a child process that writes its pid to `pidFile`.
+    func server(
+        pidFile: URL, configure: (inout ServeSettings) -> Void = { _ in }
+    ) async throws -> ServerFixture {
+        let url = temporaryDirectory().appendingPathComponent("holding.json")
+        try Data(
+            """
+            {"stages": [{"id": "decode", "kind": "decode"}, {"id": "asr", "kind": "transcribe"},
+              {"id": "tutor", "kind": "reply", "pidFile": "\(pidFile.path)"}, {"id": "voice", "kind": "synthesize"}]}
+            """.utf8
+        ).write(to: url)
+        return try await ServerFixture.start(spec: url, registry: registry, configure: configure)
+    }
+
+    /// The pid the held turn's child wrote, once it has.
+    func childStarted(_ pidFile: URL) async throws -> pid_t {
+        var pid: pid_t?
+        let started = try await eventually {
+            pid = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap {
+                pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            return pid != nil
+        }
+        guard started, let pid else {
+            Issue.record("the held turn's child did not start")
+            throw CancellationError()
+        }
+        return pid
+    }
+
+    /// Whether process `pid` has ended (and was waited for).
+    func ended(_ pid: pid_t) async throws -> Bool { try await eventually { kill(pid, 0) != 0 } }
+
+    @Test func aTurnPastTheTimeoutIs504AndItsWorkStops() async throws {
+        let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
+        let server = try await server(pidFile: pidFile) { $0.timeout = 2 }
+        let timedOut = try await server.post("\(api)/process-text", ["text": "hallo"])
+        #expect(timedOut.status == 504, "\(timedOut.json)")
+        let child = try await childStarted(pidFile)
+        // Ten minutes of sleep unless the timeout's cancellation terminated it.
+        #expect(try await ended(child), "the timed-out turn's child process \(child) still runs")
+    }
+
+    @Test func aClientThatGoesAwayStopsItsTurnAndFreesItsSlot() async throws {
+        let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
+        let server = try await server(pidFile: pidFile) {
+            $0.concurrency = 1
+            $0.queue = 0
+        }
+        let client = try RawHTTPClient(port: server.port)
+        try client.post("\(api)/process-text", #"{"text": "hallo"}"#)
+        let child = try await childStarted(pidFile)
+        client.close()
+        #expect(try await ended(child), "the turn of a client that left still runs its child process \(child)")
+        // Its request ends (its place and slot are given back)...
+        #expect(
+            try await eventually { server.server.admission.held == 0 },
+            "the request of a client that left still holds its place")
+        // ...and the next turn is admitted (and held: it stops when this client goes too).
+        try FileManager.default.removeItem(at: pidFile)
+        let next = try RawHTTPClient(port: server.port)
+        try next.post("\(api)/process-text", #"{"text": "hallo"}"#)
+        let second = try await childStarted(pidFile)
+        next.close()
+        #expect(try await ended(second))
+    }
+
+    @Test func aFullServerAnswers503WithRetryAfterWithoutReadingTheBody() async throws {
+        let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
+        let server = try await server(pidFile: pidFile) {
+            $0.concurrency = 1
+            $0.queue = 0
+        }
+        let held = try RawHTTPClient(port: server.port)
+        try held.post("\(api)/process-text", #"{"text": "hallo"}"#)
+        let child = try await childStarted(pidFile)
+        // A body announced at a megabyte, of which only the start is sent: a server that read it
+        // before refusing would wait for the rest and never answer.
+        let client = try RawHTTPClient(port: server.port)
+        defer { client.close() }
+        try client.post("\(api)/process-audio", #"{"audio": "UklGR"#, length: 1_000_000)
+        let head = try client.receiveHead()
+        #expect(head.hasPrefix("HTTP/1.1 503"), "\(head)")
+        #expect(head.lowercased().contains("retry-after: 1"), "\(head)")
+        // The held turn's client goes: its child goes with it.
+        held.close()
+        #expect(try await ended(child))
+    }
+}
+
+/// A client on a plain TCP socket, for what an HTTP library will not do: send half a body, or
+/// go away mid-request.
+final class RawHTTPClient: Sendable {
+    let socket: Int32
+
+    init(port: Int) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw HarnessError("socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw HarnessError("connect: errno \(errno)") }
+        // A generous limit on every read: a server that never answers fails the test, not hangs it.
+        var limit = timeval(tv_sec: 120, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw HarnessError("send: errno \(errno)") }
+            sent += n
+        }
+    }
+
+    /// A JSON POST of `body`, announced as `length` bytes (its own length unless given).
+    func post(_ path: String, _ body: String, length: Int? = nil) throws {
+        try send(
+            "POST \(path) HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(length ?? body.utf8.count)\r\n\r\n\(body)")
+    }
+
+    /// The response's status line and headers, read up to the blank line.
+    func receiveHead() throws -> String {
+        var received: [UInt8] = []
+        var byte: UInt8 = 0
+        while !received.ends(with: Array("\r\n\r\n".utf8)) {
+            guard recv(socket, &byte, 1, 0) == 1 else {
+                throw HarnessError("no answer (errno \(errno)) after \(String(decoding: received, as: UTF8.self))")
+            }
+            received.append(byte)
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    func close() { _ = Glibc.close(socket) }
+}
+
+extension Array where Element: Equatable {
+    func ends(with suffix: [Element]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
+}
