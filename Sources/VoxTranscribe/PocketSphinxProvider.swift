@@ -118,7 +118,7 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, Se
     }
 }
 
-/// One pocketsphinx decoder. @unchecked Sendable: a decoder is used by one item at a time (taken
+/// One pocketsphinx decoder. Sendable by hand: a decoder is used by one item at a time (taken
 /// from the provider's pool by its session, decoding on one executor thread while the session
 /// waits, given back when the item ends); its C state is never touched by two threads at once.
 final class PocketSphinxDecoder: @unchecked Sendable {
