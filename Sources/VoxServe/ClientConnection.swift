@@ -46,9 +46,12 @@ final class ClientGoneWatcher: ChannelInboundHandler, RemovableChannelHandler, S
         if !fired.exchange(true, ordering: .relaxed) { onGone() }
     }
 
+    /// Whether the client went away.
+    var hasFired: Bool { fired.load(ordering: .relaxed) }
+
     /// Runs `body` with a watcher on `channel` that calls `onGone` if the client leaves meanwhile
-    /// (at once when it already has). Without a channel (tests calling routes directly), just
-    /// runs `body`.
+    /// (at once when it already has); a failure of `body` after the client left is `ClientGone`.
+    /// Without a channel (tests calling routes directly), just runs `body`.
     static func watching<T>(
         _ channel: (any Channel)?, onGone: @escaping @Sendable () -> Void, _ body: () async throws -> T
     ) async throws -> T {
@@ -57,6 +60,14 @@ final class ClientGoneWatcher: ChannelInboundHandler, RemovableChannelHandler, S
         let added = (try? await channel.pipeline.addHandler(watcher, position: .first).get()) != nil
         if !added || !channel.isActive { watcher.fire() }
         defer { if added { channel.pipeline.removeHandler(watcher, promise: nil) } }
-        return try await body()
+        do {
+            return try await body()
+        } catch {
+            if watcher.hasFired { throw ClientGone() }
+            throw error
+        }
     }
 }
+
+/// A turn ended because its client went away (its work was cancelled).
+struct ClientGone: Error {}

@@ -311,6 +311,9 @@ public final class TutorServer: Sendable {
             }
         } catch let error as ServeError {
             throw error
+        } catch is ClientGone {
+            // Nobody reads this answer: it names the request in the log and the metrics (nginx's 499).
+            throw ServeError(499, "client_gone", "the client went away; its turn was stopped")
         } catch is DeadlinePassed {
             throw ServeError(
                 504, "timeout", "the pipeline did not answer within \(String(format: "%g", settings.timeout)) s")

@@ -1,5 +1,6 @@
 internal import CPocketSphinx
 import Foundation
+import Synchronization
 import VoxCore
 
 /// Offline transcription with CMU PocketSphinx and, by default, Debian's packaged en-US models.
@@ -7,11 +8,11 @@ import VoxCore
 /// chunks and files. Audio is fed in 2048-sample blocks, as `pocketsphinx_continuous` does, so
 /// cepstral mean normalisation adapts live across an item's chunks; it is reset to the model's
 /// prior at the start of every item, so results never depend on which file a worker had before.
-public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @unchecked Sendable {
+public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, Sendable {
     public static let name = "pocketsphinx"
     public static let summary = "CMU PocketSphinx, offline; takes 16 kHz mono."
     public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider {
-        PocketSphinxProvider(settings: settings)
+        PocketSphinxProvider(settings: settings, blocking: context.blocking)
     }
     public static func streamFormat(_ settings: Settings) -> StreamFormat? {
         StreamFormat(sampleRate: 16000, channels: 1)
@@ -47,14 +48,18 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @u
     }
 
     let settings: Settings
-    private let lock = NSLock()
-    private var idle: [PocketSphinxDecoder] = []
-    private var created = 0
+    /// Where chunks are decoded: off the cooperative pool; a cancelled item stops within a block.
+    let blocking: BlockingExecutor
+    /// Decoders not in use, and how many were made.
+    private let pool = Mutex<(idle: [PocketSphinxDecoder], created: Int)>(([], 0))
 
     /// How many decoders this provider has loaded (one per worker at most).
-    public var decodersCreated: Int { lock.withLock { created } }
+    public var decodersCreated: Int { pool.withLock { $0.created } }
 
-    public init(settings: Settings) { self.settings = settings }
+    public init(settings: Settings, blocking: BlockingExecutor = BlockingExecutor()) {
+        self.settings = settings
+        self.blocking = blocking
+    }
 
     public func prepare() async throws {
         for (what, url, isFolder) in [
@@ -72,21 +77,21 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @u
             }
         }
         let decoder = try makeDecoder()
-        lock.withLock { idle.append(decoder) }
+        pool.withLock { $0.idle.append(decoder) }
     }
 
     public func beginItem() throws -> any TranscriptionSession {
-        let decoder = try lock.withLock { idle.popLast() } ?? makeDecoder()
+        let decoder = try pool.withLock { $0.idle.popLast() } ?? makeDecoder()
         return Session(provider: self, decoder: decoder, reset: true)
     }
 
     private func makeDecoder() throws -> PocketSphinxDecoder {
         let decoder = try PocketSphinxDecoder(settings: settings)
-        lock.withLock { created += 1 }
+        pool.withLock { $0.created += 1 }
         return decoder
     }
 
-    fileprivate func giveBack(_ decoder: PocketSphinxDecoder) { lock.withLock { idle.append(decoder) } }
+    fileprivate func giveBack(_ decoder: PocketSphinxDecoder) { pool.withLock { $0.idle.append(decoder) } }
 
     final class Session: TranscriptionSession {
         let provider: PocketSphinxProvider
@@ -100,7 +105,7 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @u
 
         func transcribe(_ chunk: AudioChunk) async throws -> Transcript {
             guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
-            let (text, words) = try decoder.decode(chunk)
+            let (text, words) = try await provider.blocking.run { job in try decoder.decode(chunk, job: job) }
             return Transcript(
                 chunk: chunk, text: text, words: words, language: provider.settings.language, provider: "pocketsphinx",
                 model: provider.settings.acousticModel.lastPathComponent)
@@ -113,8 +118,10 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, @u
     }
 }
 
-/// One pocketsphinx decoder.
-final class PocketSphinxDecoder {
+/// One pocketsphinx decoder. Sendable by hand: a decoder is used by one item at a time (taken
+/// from the provider's pool by its session, decoding on one executor thread while the session
+/// waits, given back when the item ends); its C state is never touched by two threads at once.
+final class PocketSphinxDecoder: @unchecked Sendable {
     private let ps: OpaquePointer
     private let frameRate: Double
     /// The cepstral mean the model starts from (feat.params' -cmninit).
@@ -158,7 +165,8 @@ final class PocketSphinxDecoder {
     deinit { ps_free(ps) }
 
     /// Decodes one chunk (16 kHz mono) as a whole utterance; words in the original file's time.
-    func decode(_ chunk: AudioChunk) throws -> (String, [Word]) {
+    /// Once `job` is cancelled it stops feeding audio and throws `CancellationError`.
+    func decode(_ chunk: AudioChunk, job: BlockingJob? = nil) throws -> (String, [Word]) {
         guard chunk.format == AudioFormat(sampleRate: 16000, channels: 1) else {
             throw TranscribeError(.decodeFailed, "pocketsphinx takes 16 kHz mono, got \(chunk.format)")
         }
@@ -169,13 +177,15 @@ final class PocketSphinxDecoder {
         var status: Int32 = 0
         pcm.withUnsafeBufferPointer { buffer in
             var offset = 0
-            while offset < buffer.count && status >= 0 {
+            while offset < buffer.count && status >= 0 && job?.isCancelled != true {
                 let n = min(2048, buffer.count - offset)
                 status = ps_process_raw(ps, buffer.baseAddress! + offset, n, 0, 0)
                 offset += n
             }
         }
-        guard ps_end_utt(ps) == 0, status >= 0 else {
+        let ended = ps_end_utt(ps)
+        try job?.checkCancellation()
+        guard ended == 0, status >= 0 else {
             throw TranscribeError(.decodeFailed, "pocketsphinx failed on this chunk")
         }
         let logmath = ps_get_logmath(ps)

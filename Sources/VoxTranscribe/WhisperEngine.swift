@@ -268,13 +268,29 @@ final class WhisperEngine: @unchecked Sendable {
                 throw TranscribeError(.decodeFailed, "whisper could not allocate a decoding state (out of memory?)")
             }
             let n = Int32(max(1, threads))
-            let status = samples.withUnsafeBufferPointer {
-                whisper_pcm_to_mel_with_state(engine.context, detector, $0.baseAddress, Int32($0.count), n)
+            let status = Self.withReadableSamples(samples) {
+                whisper_pcm_to_mel_with_state(engine.context, detector, $0, $1, n)
             }
             guard status == 0 else { throw TranscribeError(.decodeFailed, "whisper failed on this chunk (mel)") }
             let id = whisper_lang_auto_detect_with_state(engine.context, detector, 0, n, nil)
             guard id >= 0 else { throw TranscribeError(.decodeFailed, "whisper could not detect the language") }
             return whisper_lang_str(id).map { String(cString: $0) }
+        }
+
+        /// Calls `body` with the samples and their count. whisper.cpp's mel reads the 200 samples
+        /// after the first (its reflective pad) however short the input: a shorter chunk is handed
+        /// over with zeros after it that whisper is not told about, so the read stays in memory
+        /// voxpipe owns. (A 10-sample chunk crashed the test process once a trimmed heap ended
+        /// behind it; whisper gives nothing for input under 100 ms, so no result changes.)
+        static func withReadableSamples<R>(
+            _ samples: [Float], _ body: (UnsafePointer<Float>?, Int32) -> R
+        ) -> R {
+            let readable = 201
+            guard samples.count < readable else {
+                return samples.withUnsafeBufferPointer { body($0.baseAddress, Int32($0.count)) }
+            }
+            let padded = samples + [Float](repeating: 0, count: readable - samples.count)
+            return padded.withUnsafeBufferPointer { body($0.baseAddress, Int32(samples.count)) }
         }
 
         /// One whisper_full call in an encoder context of `frames` (0: the full window).
@@ -320,8 +336,8 @@ final class WhisperEngine: @unchecked Sendable {
             }
             let status = withExtendedLifetime(abort) {
                 params.abort_callback_user_data = Unmanaged.passUnretained(abort).toOpaque()
-                return samples.withUnsafeBufferPointer { buffer in
-                    whisper_full_with_state(engine.context, state, params, buffer.baseAddress, Int32(buffer.count))
+                return Self.withReadableSamples(samples) {
+                    whisper_full_with_state(engine.context, state, params, $0, $1)
                 }
             }
             // whisper.cpp keeps the context from a call that got past its too-short check (100 ms).

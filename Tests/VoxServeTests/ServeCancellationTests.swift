@@ -102,6 +102,8 @@ struct HoldingReply: Stage {
         #expect(
             try await eventually { server.server.admission.held == 0 },
             "the request of a client that left still holds its place")
+        let metrics = try await server.text("/metrics")
+        #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"client_gone\"} 1"), "\(metrics)")
         // ...and the next turn is admitted (and held: it stops when this client goes too).
         try FileManager.default.removeItem(at: pidFile)
         let next = try RawHTTPClient(port: server.port)
