@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import VoxCore
 import VoxTestSupport
@@ -79,11 +80,22 @@ struct HoldingReply: Stage {
 
     @Test func aTurnPastTheTimeoutIs504AndItsWorkStops() async throws {
         let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
-        let server = try await server(pidFile: pidFile) { $0.timeout = 2 }
-        let timedOut = try await server.post("\(api)/process-text", ["text": "hallo"])
-        #expect(timedOut.status == 504, "\(timedOut.json)")
+        let server = try await server(pidFile: pidFile) { $0.timeout = 5 }
+        let answered = Flag()
+        let turn = Task {
+            defer { answered.set() }
+            return try await server.post("\(api)/process-text", ["text": "hallo"]).status
+        }
+        // The child starts well within the timeout, unless the whole suite holds the process's
+        // threads for longer: then the turn is cancelled before its work begins (ExternalTool
+        // starts no child for a cancelled job), and there is no child to look for.
+        let started = try await eventually { FileManager.default.fileExists(atPath: pidFile.path) || answered.isSet }
+        let timedOut = try await turn.value
+        #expect(started)
+        #expect(timedOut == 504)
+        guard FileManager.default.fileExists(atPath: pidFile.path) else { return }
         let child = try await childStarted(pidFile)
-        // Ten minutes of sleep unless the timeout's cancellation terminated it.
+        // Ten minutes of sleep unless the timeout's cancellation killed it.
         #expect(try await ended(child), "the timed-out turn's child process \(child) still runs")
     }
 
@@ -196,4 +208,11 @@ extension Array where Element: Equatable {
     func ends(with suffix: [Element]) -> Bool {
         count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
     }
+}
+
+/// A flag set once, read from any task.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
 }
