@@ -63,7 +63,7 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   DESTDIR="$work/stage" cmake --install "$work/build" >/dev/null
   (cd "$work/stage$PREFIX" && find . -type d) | while read -r d; do mkdir -p "$PREFIX/$d"; done
   (cd "$work/stage$PREFIX" && find . ! -type d) | while read -r f; do
-    cp -P "$work/stage$PREFIX/$f" "$PREFIX/$f.voxpipe-new" && mv -f "$PREFIX/$f.voxpipe-new" "$PREFIX/$f"
+    { cp -P "$work/stage$PREFIX/$f" "$PREFIX/$f.voxpipe-new" && mv -f "$PREFIX/$f.voxpipe-new" "$PREFIX/$f"; } || exit 1
   done
   command -v ldconfig >/dev/null && ldconfig
   mkdir -p "$(dirname "$RUNTIME_STAMP")"
