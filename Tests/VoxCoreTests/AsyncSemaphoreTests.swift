@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 import VoxCore
+import VoxTestSupport
 
 /// How many tasks hold a permit now, the most that ever did, and how many are done.
 final class HolderCounts: Sendable {
@@ -8,15 +9,6 @@ final class HolderCounts: Sendable {
 }
 
 @Suite struct AsyncSemaphoreTests {
-    /// Waits until `condition` holds, polling (no fixed sleep: the wait ends as soon as it holds).
-    func eventually(_ condition: () async -> Bool) async throws {
-        for _ in 0..<20_000 {
-            if await condition() { return }
-            try await Task.sleep(nanoseconds: 1_000_000)
-        }
-        Issue.record("the condition never held")
-    }
-
     /// Given more tasks than permits, each holding its permit across suspension points, then no
     /// more than `permits` ever hold one at once (a freed permit goes to a waiter, never to a
     /// newcomer in between), and every task gets one in the end.
@@ -52,7 +44,7 @@ final class HolderCounts: Sendable {
         let semaphore = AsyncSemaphore(permits: 1)
         #expect(await semaphore.acquire())
         let waiter = Task { await semaphore.acquire() }
-        try await eventually { await semaphore.waiters == 1 }
+        #expect(try await eventually { await semaphore.waiters == 1 })
         await semaphore.release()
         #expect(await semaphore.acquire(queueLimit: 0) == false)
         #expect(await waiter.value)
@@ -66,7 +58,7 @@ final class HolderCounts: Sendable {
         #expect(await semaphore.acquire(queueLimit: 0))
         let first = Task { await semaphore.acquire(queueLimit: 2) }
         let second = Task { await semaphore.acquire(queueLimit: 2) }
-        try await eventually { await semaphore.waiters == 2 }
+        #expect(try await eventually { await semaphore.waiters == 2 })
         #expect(await semaphore.acquire(queueLimit: 2) == false)
         await semaphore.release()
         await semaphore.release()
@@ -81,7 +73,7 @@ final class HolderCounts: Sendable {
         let semaphore = AsyncSemaphore(permits: 1)
         #expect(await semaphore.acquire())
         let waiter = Task { await semaphore.acquire() }
-        try await eventually { await semaphore.waiters == 1 }
+        #expect(try await eventually { await semaphore.waiters == 1 })
         waiter.cancel()
         #expect(await waiter.value == false)
         #expect(await semaphore.waiters == 0)

@@ -281,12 +281,7 @@ import VoxTesting
         #expect(await cores.takeFree(upTo: 3) == 3)
         // A second decode waits; while it does, none is free.
         let second = Task { await cores.acquire() }
-        var polls = 0
-        while await cores.waiters == 0, polls < 10_000 {
-            polls += 1
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        #expect(await cores.waiters == 1)
+        #expect(try await eventually { await cores.waiters == 1 })
         #expect(await cores.takeFree(upTo: 3) == 0)
         // The first gives its four back: one goes to the waiter, which then takes the rest.
         await cores.release(4)
