@@ -9,7 +9,8 @@ import VoxTesting
 
 /// A reply stage that never answers by itself: it starts `sh` as a child process on the stage
 /// context's blocking executor, which writes its process id to the file `pidFile` names and then
-/// sleeps ten minutes. Only cancellation (terminating the child) ends it.
+/// sleeps ten minutes. The id is written beside the file and moved into place, so the file never
+/// exists empty (a child killed between creating the file and writing to it left one before). Only cancellation (terminating the child) ends it.
 struct HoldingReply: Stage {
     typealias Input = Transcript
     typealias Output = Reply
@@ -31,7 +32,8 @@ struct HoldingReply: Stage {
         for try await transcript in input {
             let sh = URL(fileURLWithPath: "/bin/sh")
             _ = try await ExternalTool.run(
-                sh, ["-c", "echo $$ > '\(pidFile)'; exec sleep 600"], input: Data(), on: blocking)
+                sh, ["-c", "echo $$ > '\(pidFile).new' && mv '\(pidFile).new' '\(pidFile)'; exec sleep 600"],
+                input: Data(), on: blocking)
             try await output.send(Reply(transcript: transcript, text: "never"))
         }
     }
