@@ -19,10 +19,23 @@ public struct BlockingExecutor: Sendable {
     /// Runs `work` on a thread of its own and returns (or throws) what it does. `work` gets the
     /// job, on which it registers what stops it when the task is cancelled.
     public func run<T: Sendable>(_ work: @escaping @Sendable (BlockingJob) throws -> T) async throws -> T {
+        try await Self.perform(on: { Thread.detachNewThread($0) }, work)
+    }
+
+    /// A lane of its own for a sequence of blocking calls on state that lives there (a file being
+    /// decoded): one queue for the whole sequence, where a thread per call would be a thread per
+    /// block.
+    public func lane<State>(_ state: State.Type = State.self) -> BlockingLane<State> { BlockingLane() }
+
+    /// Runs `work` as a new job, on the thread `start` gives it, and waits for it without holding
+    /// a thread of the cooperative pool; cancelling the waiting task cancels the job.
+    static func perform<T: Sendable>(
+        on start: (@escaping @Sendable () -> Void) -> Void, _ work: @escaping @Sendable (BlockingJob) throws -> T
+    ) async throws -> T {
         let job = BlockingJob()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                Thread.detachNewThread {
+                start {
                     let result = BlockingJob.$current.withValue(job) {
                         Result {
                             try job.checkCancellation()
@@ -45,6 +58,43 @@ public struct BlockingExecutor: Sendable {
         try await run { job in
             job.onCancel(onCancel)
             return try work()
+        }
+    }
+}
+
+/// A sequence of blocking calls, one at a time and in order, on a serial dispatch queue (whose
+/// threads are not the cooperative pool's), each waited for as `BlockingExecutor.run` waits, over
+/// state that never leaves the lane: a reader that is not `Sendable` is opened, read and closed
+/// there, and only what the calls return (samples, a header) crosses to the caller. The state
+/// goes when the lane does.
+public final class BlockingLane<State>: Sendable {
+    private let queue = DispatchQueue(label: "voxpipe.blocking-lane")
+    /// Only the lane's calls touch it, one at a time on its queue; the lock makes that checkable.
+    private let state = Mutex<State?>(nil)
+
+    init() {}
+
+    /// Makes the lane's state on its thread and returns what `make` tells the caller about it.
+    public func open<T: Sendable>(_ make: @escaping @Sendable (BlockingJob) throws -> (State, T)) async throws -> T {
+        try await BlockingExecutor.perform(on: { queue.async(execute: $0) }) { job in
+            try self.state.withLock { state in
+                let (made, told) = try make(job)
+                state = made
+                return told
+            }
+        }
+    }
+
+    /// Runs `work` on the lane's thread with its state (which `open` made).
+    public func run<T: Sendable>(_ work: @escaping @Sendable (inout State, BlockingJob) throws -> T) async throws -> T {
+        try await BlockingExecutor.perform(on: { queue.async(execute: $0) }) { job in
+            try self.state.withLock { state in
+                guard var current = state.take() else {
+                    throw VoxError(.internal, "a blocking lane was used before its state was made")
+                }
+                defer { state = current }
+                return try work(&current, job)
+            }
         }
     }
 }

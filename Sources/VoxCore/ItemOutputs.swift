@@ -16,6 +16,9 @@ public final class ItemOutputs: Sendable {
     /// Marks temporary files, so a later run can find and remove those a killed run left.
     public static let temporaryMarker = ".voxpipe-tmp-"
 
+    /// Where the artifacts' flushes and hashes run.
+    let blocking = BlockingExecutor()
+
     public init(root: URL, folderName: String) {
         self.root = root
         self.folderName = folderName
@@ -98,26 +101,34 @@ public final class ItemOutputs: Sendable {
     }
 
     /// Describes a finished temporary file as the artifact it will become: its final path
-    /// (relative to the output directory), size and SHA-256. Flushes it to disk first.
-    public func artifact(for temp: URL) throws -> Artifact {
+    /// (relative to the output directory), size and SHA-256. Flushes it to disk first. The flush
+    /// and the hash run on the blocking executor.
+    public func artifact(for temp: URL) async throws -> Artifact {
         guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
             throw VoxError(.internal, "\(temp.path) was not reserved")
         }
-        let fd = open(temp.path, O_RDONLY)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
+        let path = relativePath(final)
+        return try await blocking.run {
+            let fd = open(temp.path, O_RDONLY)
+            if fd >= 0 {
+                fsync(fd)
+                close(fd)
+            }
+            let (hex, bytes) = try Digest.hexOfFile(at: temp)
+            return Artifact(path: path, bytes: bytes, sha256: hex)
         }
-        let (hex, bytes) = try Digest.hexOfFile(at: temp)
-        return Artifact(path: relativePath(final), bytes: bytes, sha256: hex)
     }
 
     /// Every file under a finished temporary folder (an evidence bag) as artifacts at their
-    /// final paths, sorted.
-    public func artifacts(forDirectory temp: URL, digests: DigestCache? = nil) throws -> [Artifact] {
+    /// final paths, sorted. The hashes run on the blocking executor.
+    public func artifacts(forDirectory temp: URL, digests: DigestCache? = nil) async throws -> [Artifact] {
         guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
             throw VoxError(.internal, "\(temp.path) was not reserved")
         }
+        return try await blocking.run { try self.artifacts(in: temp, at: final, digests: digests) }
+    }
+
+    private func artifacts(in temp: URL, at final: URL, digests: DigestCache?) throws -> [Artifact] {
         guard let enumerator = FileManager.default.enumerator(at: temp, includingPropertiesForKeys: [.isRegularFileKey])
         else { return [] }
         let base = temp.standardizedFileURL.path + "/"

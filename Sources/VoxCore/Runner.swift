@@ -92,8 +92,8 @@ public struct Runner: Sendable {
     let stages: [any StageRunner]
     public let options: RunOptions
     let logger: Logger
-    /// Where the ledger hashes an input: off the cooperative pool (a large upload takes a while,
-    /// or its prefetch is waited for).
+    /// Where the ledger decides, hashes an input (a large upload takes a while, or its prefetch is
+    /// waited for) and records, and where outputs are committed: off the cooperative pool.
     var blocking = BlockingExecutor()
 
     /// Creates every stage instance of the plan and runs each `prepare()`; throws the first
@@ -168,7 +168,9 @@ public struct Runner: Sendable {
     func processSplitting(_ item: InputFile, observer: (any RunObserver)?) async -> [ItemResult] {
         let parts: [InputFile]
         do {
-            parts = try plan.expand(item)
+            // A sidecar is read and a header probed (ffprobe, for some): off the cooperative pool.
+            let plan = plan
+            parts = try await blocking.run { try plan.expand(item) }
         } catch {
             // Only the stage declaring the expansion expands, so only it can have thrown.
             let node = plan.expansionNode ?? plan.nodes[0]
@@ -209,11 +211,33 @@ public struct Runner: Sendable {
         let started = ContinuousClock.now
         let startDate = Date()
         let outputs = ItemOutputs(root: options.outputDirectory, folderName: item.outputName)
-        // A killed run may have left temporary files here; none of them is ours.
-        Ledger.removeTemporaries(in: outputs.folder)
-        var reason = "--force"
-        var previous: ItemManifest?
-        switch options.decision(for: item) {
+        // The ledger's look at the item's folder and manifest reads files: off the cooperative pool.
+        let options = options
+        let decision: Ledger.Decision
+        let previous: ItemManifest?
+        do {
+            (decision, previous) = try await blocking.run { () -> (Ledger.Decision, ItemManifest?) in
+                // A killed run may have left temporary files here; none of them is ours.
+                Ledger.removeTemporaries(in: outputs.folder)
+                let decision = options.decision(for: item)
+                guard case .run = decision, let ledger = options.ledger else { return (decision, nil) }
+                let previous = ledger.readManifest(for: item)
+                // The ledger will need the input's hash unless the manifest still vouches for it.
+                if let stat = Ledger.fileStat(item.url),
+                    previous.map({ $0.input.bytes != stat.bytes || $0.input.modified != stat.modified }) ?? true
+                {
+                    ledger.digests.prefetch(item.url)
+                }
+                return (decision, previous)
+            }
+        } catch {
+            // Cancelled before the item began (the job throws nothing else).
+            var failure = Self.failure(error, stage: "input", kind: "ledger", item: item)
+            failure.reason = "interrupted"
+            return ItemResult(item: item, status: .failed, failure: failure)
+        }
+        let reason: String
+        switch decision {
         case .skip(let manifest):
             let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
             return ItemResult(
@@ -222,20 +246,11 @@ public struct Runner: Sendable {
         case .run(let why):
             reason = why
         }
-        if let ledger = options.ledger {
-            previous = ledger.readManifest(for: item)
-            // The ledger will need the input's hash unless the manifest still vouches for it.
-            if let stat = Ledger.fileStat(item.url),
-                previous.map({ $0.input.bytes != stat.bytes || $0.input.modified != stat.modified }) ?? true
-            {
-                ledger.digests.prefetch(item.url)
-            }
-        }
         var itemLogger = logger
         itemLogger[metadataKey: "item.path"] = .string(item.displayName)
         let context = ItemContext(item: item, outputs: outputs, logger: itemLogger)
         let collector = ArtifactCollector()
-        func elapsed() -> Double {
+        let elapsed: @Sendable () -> Double = {
             let d = ContinuousClock.now - started
             return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
         }
@@ -248,21 +263,23 @@ public struct Runner: Sendable {
                 throw StageFailure(
                     stageID: first.stage, kind: first.kind, reason: "\(first.message) (strict)", category: .badInput)
             }
-            // Hash the input before the outputs go into place: a file that changed under us is
-            // then recorded as what was read, at worst.
-            var input: ItemManifest.FileRecord?
-            if let ledger = options.ledger {
-                let previousInput = previous?.input
-                input = try await blocking.run { try ledger.inputRecord(for: item, previous: previousInput) }
-            }
-            try outputs.commit()
-            if let ledger = options.ledger, let input {
-                try ledger.record(
-                    item, input: input, artifacts: collector.artifacts, started: startDate, seconds: elapsed(),
-                    audioSeconds: context.facts[.audioSeconds], warnings: warnings)
-                // Only now that the new manifest stands: what the old one listed and the new one
-                // does not (turn-0004… of a longer earlier run) goes.
-                if let previous { ledger.removeOutputs(of: previous, notIn: collector.artifacts, item: item) }
+            // Hashing, renaming into place and writing the manifest (each flushed to disk) block:
+            // off the cooperative pool, as one job.
+            let artifacts = collector.artifacts
+            let audioSeconds = context.facts[.audioSeconds]
+            try await blocking.run {
+                // Hash the input before the outputs go into place: a file that changed under us is
+                // then recorded as what was read, at worst.
+                let input = try options.ledger.map { try $0.inputRecord(for: item, previous: previous?.input) }
+                try outputs.commit()
+                if let ledger = options.ledger, let input {
+                    try ledger.record(
+                        item, input: input, artifacts: artifacts, started: startDate, seconds: elapsed(),
+                        audioSeconds: audioSeconds, warnings: warnings)
+                    // Only now that the new manifest stands: what the old one listed and the new one
+                    // does not (turn-0004… of a longer earlier run) goes.
+                    if let previous { ledger.removeOutputs(of: previous, notIn: artifacts, item: item) }
+                }
             }
             return ItemResult(
                 item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(),

@@ -107,12 +107,14 @@ public struct DecodeStage: Stage {
     /// Only the last this-many seconds of the stream matter downstream (set by the plan).
     let lookback: Double?
     let logger: Logger
+    let blocking: BlockingExecutor
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
         self.configuration = configuration
         lookback = context.lookback
         logger = context.logger
+        blocking = context.blocking
     }
 
     public func run(_ input: Inbox<InputFile>, _ output: Outbox<AudioBlock>, _ item: ItemContext) async throws {
@@ -124,11 +126,34 @@ public struct DecodeStage: Stage {
     /// keeps the same sample grid as a decode from the start.
     static let seekMargin = 2.0
 
-    func decode(_ file: InputFile, into output: Outbox<AudioBlock>, facts: ItemFacts) async throws {
-        try Self.checkReadable(file.url)
+    /// What the caller learns of an open source; the reader itself stays on its lane.
+    struct Header: Sendable {
+        var format: AudioFormat
+        var frames: Int64?
+        var promisedFrames: Int64?
+        var seeks: Bool
+    }
 
-        let source = try open(file.url)
-        if source.format.channels < 1, let why = FileSniffer.diagnose(file.url) { throw DecodeError(.unreadable, why) }
+    /// Decodes `file` into blocks. The file is opened, sought and read on a lane of the blocking
+    /// executor (libsndfile's reads and ffmpeg's pipe block), so a slow disk or a slow ffmpeg
+    /// holds no thread of the cooperative pool; the blocks are sent from here.
+    func decode(_ file: InputFile, into output: Outbox<AudioBlock>, facts: ItemFacts) async throws {
+        let lane = blocking.lane(Source.self)
+        let source = try await lane.open { [self] _ in
+            try Self.checkReadable(file.url)
+            let source = try open(file.url)
+            if source.format.channels < 1, let why = FileSniffer.diagnose(file.url) {
+                throw DecodeError(.unreadable, why)
+            }
+            let header = Header(
+                format: source.format, frames: source.frames, promisedFrames: source.promisedFrames,
+                seeks: source.seek != nil)
+            return (source, header)
+        }
+        func seek(_ frame: Int64) async throws -> Bool {
+            guard source.seeks else { return false }
+            return try await lane.run { source, _ in source.seek?(frame) ?? false }
+        }
         try check(source.format, frames: source.frames)
         let rate = source.format.sampleRate
         facts[.audioSeconds] = source.frames.map { Double($0) / Double(rate) }
@@ -149,15 +174,15 @@ public struct DecodeStage: Stage {
         if let span {
             endFrame = Int64((span.end * Double(rate)).rounded())
             let startSecond = (span.start - Self.seekMargin).rounded(.down)
-            if startSecond > 0, let seek = source.seek, seek(Int64(startSecond) * Int64(rate)) {
+            if startSecond > 0, try await seek(Int64(startSecond) * Int64(rate)) {
                 offset = Int64(startSecond) * Int64(rate)
                 logger.debug(
                     "seeked to the report window",
                     metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
             }
-        } else if let lookback, let frames = source.frames, let seek = source.seek {
+        } else if let lookback, let frames = source.frames {
             let startSecond = (Double(frames) / Double(rate) - lookback - Self.seekMargin).rounded(.down)
-            if startSecond > 0, seek(Int64(startSecond) * Int64(rate)) {
+            if startSecond > 0, try await seek(Int64(startSecond) * Int64(rate)) {
                 offset = Int64(startSecond) * Int64(rate)
                 logger.debug(
                     "seeked past what no stage needs",
@@ -180,9 +205,13 @@ public struct DecodeStage: Stage {
         while true {
             var want = configuration.blockFrames
             if let endFrame { want = Int(max(0, min(Int64(want), endFrame - offset))) }
-            var samples = want > 0 ? try source.read(want) : []
-            if let channel {
-                samples = Self.channel(channel.index, of: samples, channels: source.format.channels)
+            let channels = source.format.channels
+            var samples: [Float] = []
+            if want > 0 {
+                samples = try await lane.run { [want] source, _ -> [Float] in
+                    let samples = try source.read(want)
+                    return channel.map { Self.channel($0.index, of: samples, channels: channels) } ?? samples
+                }
             }
             if samples.isEmpty && sent { break }
             let block = AudioBlock(format: outFormat, samples: samples, frameOffset: offset)

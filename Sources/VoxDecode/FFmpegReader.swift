@@ -79,18 +79,26 @@ final class FFmpegReader {
 
     /// Reads up to `maxFrames` frames; an empty buffer at the end. Throws ffmpeg's own error when
     /// it exits non-zero, and `CancellationError` (ffmpeg terminated) once the item's task is
-    /// cancelled: a turn that timed out or lost its client stops decoding at the next block.
+    /// cancelled: a turn that timed out or lost its client stops decoding, within the read under
+    /// way when it runs as a `BlockingJob` (killing ffmpeg ends the read).
     func read(maxFrames: Int) throws -> [Float] {
-        if Task.isCancelled {
+        let job = BlockingJob.current
+        if Task.isCancelled || job?.isCancelled == true {
             cancel()
             throw CancellationError()
         }
         let frameBytes = 4 * format.channels
         let want = maxFrames * frameBytes
-        while pending.count < want {
-            guard let data = try stdout.read(upToCount: want - pending.count), !data.isEmpty else { break }
-            pending.append(data)
+        // ffmpeg is not waited for inside: the hook never signals a pid that may be another's.
+        let pid = process.processIdentifier
+        let readAll = { [self] in
+            while pending.count < want {
+                guard let data = try stdout.read(upToCount: want - pending.count), !data.isEmpty else { break }
+                pending.append(data)
+            }
         }
+        if let job { try job.whileRunning(onCancel: { kill(pid, SIGKILL) }, readAll) } else { try readAll() }
+        if job?.isCancelled == true { throw CancellationError() }
         let usable = pending.count - pending.count % frameBytes
         if usable == 0 {
             process.waitUntilExit()

@@ -188,8 +188,10 @@ public final class TutorPipeline: Sendable {
         let url = scratch.appendingPathComponent("speech-\(UUID().uuidString).\(encoding.format.ext)")
         defer { try? FileManager.default.removeItem(at: url) }
         let output = AudioOutput(encoding: encoding, rateConversion: rateConversion)
-        try await source.context.blocking.run { try output.write(speech, to: url) }
-        return try Data(contentsOf: url)
+        return try await source.context.blocking.run {
+            try output.write(speech, to: url)
+            return try Data(contentsOf: url)
+        }
     }
 
     /// A folder for request uploads, removed with the pipeline.

@@ -99,6 +99,6 @@ public struct WriteAgentLogStage: Stage {
         }
         let temp = try item.outputs.reserve(stageID: id, ext: "jsonl")
         try AtomicFile.writeFile(secrets.redact(data), to: temp)
-        try await output.send(try item.outputs.artifact(for: temp))
+        try await output.send(try await item.outputs.artifact(for: temp))
     }
 }

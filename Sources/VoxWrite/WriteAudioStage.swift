@@ -138,7 +138,7 @@ public struct WriteAudioStage: Stage {
                 if parts == nil && !chunk.continues {
                     let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext)
                     try await blocking.run { [audio] in try audio.write(chunk, to: temp) }
-                    try await output.send(try item.outputs.artifact(for: temp))
+                    try await output.send(try await item.outputs.artifact(for: temp))
                     continue
                 }
                 let file =
@@ -147,12 +147,12 @@ public struct WriteAudioStage: Stage {
                         try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext), for: chunk.format)
                 try file.write(chunk.samples, format: chunk.format)
                 parts = chunk.continues ? (chunk.index, file) : nil
-                if !chunk.continues { try await output.send(try item.outputs.artifact(for: try file.finish())) }
+                if !chunk.continues { try await output.send(try await item.outputs.artifact(for: try file.finish())) }
             }
         }
         // Input that ended mid-way through a chunk's parts still gives what came.
         for file in [parts?.file, stream].compactMap({ $0 }) {
-            try await output.send(try item.outputs.artifact(for: try file.finish()))
+            try await output.send(try await item.outputs.artifact(for: try file.finish()))
         }
     }
 }

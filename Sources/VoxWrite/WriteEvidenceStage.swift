@@ -110,10 +110,8 @@ public struct WriteEvidenceStage: Stage {
         let bag = try item.outputs.reserve(name: id)
         let (trimmed, sorted) = (window, transcripts.sorted { $0.chunk.start < $1.chunk.start })
         // Copying and hashing the upload (or waiting for its prefetch) blocks: off the cooperative pool.
-        let artifacts = try await blocking.run {
-            try build(bag: bag, window: trimmed, transcripts: sorted, item: item)
-            return try item.outputs.artifacts(forDirectory: bag, digests: digests)
-        }
+        try await blocking.run { try build(bag: bag, window: trimmed, transcripts: sorted, item: item) }
+        let artifacts = try await item.outputs.artifacts(forDirectory: bag, digests: digests)
         for artifact in artifacts {
             try await output.send(artifact)
         }

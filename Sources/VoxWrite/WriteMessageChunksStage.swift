@@ -35,10 +35,12 @@ public struct WriteMessageChunksStage: Stage {
 
     public let id: String
     public let configuration: Configuration
+    let blocking: BlockingExecutor
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
         self.configuration = configuration
+        blocking = context.blocking
     }
 
     /// The index file's shape.
@@ -70,10 +72,12 @@ public struct WriteMessageChunksStage: Stage {
             guard let folder else { continue }
             let prefix = item.item.outputName + "/"
             let inner = artifact.path.hasPrefix(prefix) ? String(artifact.path.dropFirst(prefix.count)) : artifact.path
-            try split(source, name: inner.replacingOccurrences(of: "/", with: "_"), into: folder)
+            let name = inner.replacingOccurrences(of: "/", with: "_")
+            // Reading the file and writing its parts (each flushed) block: off the cooperative pool.
+            try await blocking.run { try split(source, name: name, into: folder) }
         }
         if let folder {
-            for artifact in try item.outputs.artifacts(forDirectory: folder) { try await output.send(artifact) }
+            for artifact in try await item.outputs.artifacts(forDirectory: folder) { try await output.send(artifact) }
         }
     }
 

@@ -70,6 +70,6 @@ public struct WriteRecordsStage: Stage {
                 secrets.redact(JSONValue.array(list).prettyData() + Data("\n".utf8)),
                 to: folder.appendingPathComponent(name))
         }
-        for artifact in try item.outputs.artifacts(forDirectory: folder) { try await output.send(artifact) }
+        for artifact in try await item.outputs.artifacts(forDirectory: folder) { try await output.send(artifact) }
     }
 }

@@ -56,7 +56,7 @@ public struct WriteTranscriptStage: Stage {
             let temp = try item.outputs.reserve(stageID: id, ext: format.rawValue)
             // Its error names the file and keeps the system's reason and category.
             try AtomicFile.writeFile(Data(secrets.redact(format.render(segments)).utf8), to: temp)
-            try await output.send(try item.outputs.artifact(for: temp))
+            try await output.send(try await item.outputs.artifact(for: temp))
         }
     }
 }

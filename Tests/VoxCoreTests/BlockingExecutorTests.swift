@@ -5,6 +5,21 @@ import VoxCore
 import VoxTestSupport
 
 @Suite struct BlockingExecutorTests {
+    /// Blocks as a C call would, after calling `started`, until the job's stop hook tells it to
+    /// end, then throws `CancellationError`; or a minute passes: then it ends with a result, and
+    /// the test fails.
+    static func blockUntilStopped(_ job: BlockingJob, started: () -> Void) throws -> Int {
+        let stopped = Atomic<Bool>(false)
+        job.onCancel { stopped.store(true, ordering: .relaxed) }
+        started()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !stopped.load(ordering: .relaxed) {
+            guard ContinuousClock.now < deadline else { return 0 }
+            usleep(1000)
+        }
+        throw CancellationError()
+    }
+
     @Test func workRunsOffThePoolAndGivesItsResultOrError() async throws {
         let executor = BlockingExecutor()
         #expect(try await executor.run { 6 * 7 } == 42)
@@ -23,17 +38,7 @@ import VoxTestSupport
         let started = Atomic<Bool>(false)
         let task = Task {
             try await BlockingExecutor().run { job in
-                let stopped = Atomic<Bool>(false)
-                job.onCancel { stopped.store(true, ordering: .relaxed) }
-                started.store(true, ordering: .relaxed)
-                // Blocks as a C call would, until its stop hook tells it to end (or a minute passes:
-                // then it ends with a result, and the test fails).
-                let deadline = ContinuousClock.now + .seconds(60)
-                while !stopped.load(ordering: .relaxed) {
-                    guard ContinuousClock.now < deadline else { return 0 }
-                    usleep(1000)
-                }
-                throw CancellationError()
+                try Self.blockUntilStopped(job) { started.store(true, ordering: .relaxed) }
             }
         }
         #expect(try await eventually { started.load(ordering: .relaxed) })
@@ -62,5 +67,67 @@ import VoxTestSupport
         await #expect(throws: CancellationError.self) { _ = try await task.value }
         // Ten minutes of sleep, unless the cancellation killed it (and it was waited for).
         #expect(kill(pid, 0) != 0, "the child \(pid) still runs")
+    }
+
+    @Test func aLaneKeepsItsStateAcrossCallsAndRunsThemInOrder() async throws {
+        final class Reader { var calls: [Int] = [] }
+        let lane = BlockingExecutor().lane(Reader.self)
+        #expect(try await lane.open { _ in (Reader(), "opened") } == "opened")
+        for i in 1...5 { _ = try await lane.run { reader, _ in reader.calls.append(i) } }
+        #expect(try await lane.run { reader, _ in reader.calls } == [1, 2, 3, 4, 5])
+    }
+
+    @Test func aLaneUsedBeforeItsStateIsMadeFails() async throws {
+        let lane = BlockingExecutor().lane(Int.self)
+        await #expect(throws: VoxError.self) { try await lane.run { value, _ in value } }
+    }
+
+    @Test func lanesThatBlockHoldNoThreadOfThePool() async throws {
+        // More lanes blocked at once than the pool has threads: if they held its threads, the task
+        // that releases them could not run until each gave up (after a minute) and said so.
+        final class Counts: Sendable {
+            let released = Atomic<Bool>(false)
+            let blocked = Atomic<Int>(0)
+        }
+        let counts = Counts()
+        let lanes = (0..<(2 * ProcessInfo.processInfo.activeProcessorCount + 4)).map { _ in
+            BlockingExecutor().lane(Int.self)
+        }
+        let results = Task {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for lane in lanes {
+                    group.addTask {
+                        try await lane.open { _ in (0, ()) }
+                        return try await lane.run { _, _ in
+                            counts.blocked.add(1, ordering: .relaxed)
+                            let deadline = ContinuousClock.now + .seconds(60)
+                            while !counts.released.load(ordering: .relaxed) {
+                                guard ContinuousClock.now < deadline else { return false }
+                                usleep(1000)
+                            }
+                            return true
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+        }
+        #expect(try await eventually { counts.blocked.load(ordering: .relaxed) == lanes.count })
+        counts.released.store(true, ordering: .relaxed)
+        #expect(try await results.value == Array(repeating: true, count: lanes.count))
+    }
+
+    @Test func aCancelledLaneCallGetsItsStopHook() async throws {
+        let lane = BlockingExecutor().lane(Int.self)
+        try await lane.open { _ in (0, ()) }
+        let started = Atomic<Bool>(false)
+        let task = Task {
+            try await lane.run { _, job in try Self.blockUntilStopped(job) { started.store(true, ordering: .relaxed) } }
+        }
+        #expect(try await eventually { started.load(ordering: .relaxed) })
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        // The lane goes on after a cancelled call.
+        #expect(try await lane.run { value, _ in value + 1 } == 1)
     }
 }

@@ -163,7 +163,7 @@ struct SumWriter: Stage {
         }
         let temp = try item.outputs.reserve(stageID: id, ext: "txt")
         try Data("\(sum)".utf8).write(to: temp)
-        try await output.send(try item.outputs.artifact(for: temp))
+        try await output.send(try await item.outputs.artifact(for: temp))
     }
 }
 

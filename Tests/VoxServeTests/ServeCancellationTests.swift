@@ -10,7 +10,8 @@ import VoxTesting
 /// A reply stage that never answers by itself: it starts `sh` as a child process on the stage
 /// context's blocking executor, which writes its process id to the file `pidFile` names and then
 /// sleeps ten minutes. The id is written beside the file and moved into place, so the file never
-/// exists empty (a child killed between creating the file and writing to it left one before). Only cancellation (terminating the child) ends it.
+/// exists empty (a child killed between creating the file and writing to it left one before).
+/// Only cancellation (terminating the child) ends it.
 struct HoldingReply: Stage {
     typealias Input = Transcript
     typealias Output = Reply

@@ -14,17 +14,17 @@ import VoxTesting
 
     /// Writes `data` as the item's output `path` the way an upstream writer does: a file reserved
     /// by name, or (`folder/inner/file`) a file inside a reserved folder, as an evidence bag.
-    func upstream(_ outputs: ItemOutputs, _ path: String, _ data: Data) throws -> Artifact {
+    func upstream(_ outputs: ItemOutputs, _ path: String, _ data: Data) async throws -> Artifact {
         let parts = path.split(separator: "/", maxSplits: 1).map(String.init)
         let temp = try outputs.reserve(name: parts[0])
         guard parts.count == 2 else {
             try data.write(to: temp)
-            return try outputs.artifact(for: temp)
+            return try await outputs.artifact(for: temp)
         }
         let file = temp.appendingPathComponent(parts[1])
         try ItemOutputs.createFolder(file.deletingLastPathComponent())
         try data.write(to: file)
-        return try #require(try outputs.artifacts(forDirectory: temp).first)
+        return try #require(try await outputs.artifacts(forDirectory: temp).first)
     }
 
     @Test func eachIncludedFileIsSplitIntoPartsWithAnIndexThatJoinsBack() async throws {
@@ -34,8 +34,8 @@ import VoxTesting
             outputDirectory: out)
         let outputs = harness.itemOutputs()
         let inputs = [
-            try upstream(outputs, "evidence/data/evidence.wav", payload),
-            try upstream(outputs, "notes.txt", Data("not included".utf8)),
+            try await upstream(outputs, "evidence/data/evidence.wav", payload),
+            try await upstream(outputs, "notes.txt", Data("not included".utf8)),
         ]
         let (artifacts, _) = try await harness.run(inputs, outputs: outputs)
         let name = "evidence_data_evidence.wav"
@@ -66,7 +66,7 @@ import VoxTesting
         let out = temporaryDirectory()
         let harness = try StageHarness(WriteMessageChunksStage.self, id: "messages", outputDirectory: out)
         let outputs = harness.itemOutputs()
-        let small = try upstream(outputs, "subs.srt", Data("1\n".utf8))
+        let small = try await upstream(outputs, "subs.srt", Data("1\n".utf8))
         let (artifacts, _) = try await harness.run([small], outputs: outputs)
         #expect(artifacts.map(\.path) == ["item/messages/subs.srt.0001", "item/messages/subs.srt.index.json"])
 
