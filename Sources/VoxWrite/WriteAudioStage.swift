@@ -118,42 +118,61 @@ public struct WriteAudioStage: Stage {
             encoding: configuration.encoding, rate: configuration.rate, rateConversion: context.rateConversion)
     }
 
+    /// The files being written as their audio streams in, which live on the stage's lane.
+    struct OpenFiles {
+        var stream: OpenAudioFile?
+        /// The file of the chunk index whose parts are coming in.
+        var parts: (index: Int, file: OpenAudioFile)?
+    }
+
+    /// Writes what comes in. Encoding and writing (libsndfile, a resampler, ffmpeg for m4a at the
+    /// end) run on a lane of the blocking executor, where the open files stay; the reservations and
+    /// the artifacts are made here.
     public func run(_ input: Inbox<Input>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
         let ext = configuration.encoding.format.ext
-        var stream: OpenAudioFile?
-        // The file of the chunk index whose parts are coming in.
-        var parts: (index: Int, file: OpenAudioFile)?
+        let audio = audio
+        let lane = blocking.lane(OpenFiles.self)
+        try await lane.open { _ in (OpenFiles(), ()) }
+        var streaming = false
+        // The chunk index whose parts are coming in.
+        var partsOf: Int?
         for try await value in input {
             switch value {
             case .block(let block):
-                if stream == nil {
-                    stream = try audio.open(try item.outputs.reserve(stageID: id, ext: ext), for: block.format)
+                let temp = streaming ? nil : try item.outputs.reserve(stageID: id, ext: ext)
+                streaming = true
+                try await lane.run { files, _ in
+                    if let temp { files.stream = try audio.open(temp, for: block.format) }
+                    try files.stream?.write(block.samples, format: block.format)
                 }
-                try stream?.write(block.samples, format: block.format)
             case .chunk(let chunk):
-                if let open = parts, open.index != chunk.index {
-                    throw WriteError(
-                        .unsupported, "chunk \(chunk.index) came before the last part of chunk \(open.index)")
+                if let open = partsOf, open != chunk.index {
+                    throw WriteError(.unsupported, "chunk \(chunk.index) came before the last part of chunk \(open)")
                 }
-                if parts == nil && !chunk.continues {
+                if partsOf == nil && !chunk.continues {
                     let temp = try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext)
-                    try await blocking.run { [audio] in try audio.write(chunk, to: temp) }
+                    try await blocking.run { try audio.write(chunk, to: temp) }
                     try await output.send(try await item.outputs.artifact(for: temp))
                     continue
                 }
-                let file =
-                    try parts?.file
-                    ?? audio.open(
-                        try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext), for: chunk.format)
-                try file.write(chunk.samples, format: chunk.format)
-                parts = chunk.continues ? (chunk.index, file) : nil
-                if !chunk.continues { try await output.send(try await item.outputs.artifact(for: try file.finish())) }
+                let temp = partsOf == nil ? try item.outputs.reserve(stageID: id, index: chunk.index, ext: ext) : nil
+                partsOf = chunk.continues ? chunk.index : nil
+                let finished = try await lane.run { files, _ -> URL? in
+                    guard let file = try files.parts?.file ?? temp.map({ try audio.open($0, for: chunk.format) })
+                    else { throw WriteError(.writeFailed, "chunk \(chunk.index): no file open for its parts") }
+                    try file.write(chunk.samples, format: chunk.format)
+                    files.parts = chunk.continues ? (chunk.index, file) : nil
+                    return chunk.continues ? nil : try file.finish()
+                }
+                if let finished { try await output.send(try await item.outputs.artifact(for: finished)) }
             }
         }
         // Input that ended mid-way through a chunk's parts still gives what came.
-        for file in [parts?.file, stream].compactMap({ $0 }) {
-            try await output.send(try await item.outputs.artifact(for: try file.finish()))
+        let ended = try await lane.run { files, _ in
+            defer { files = OpenFiles() }
+            return try [files.parts?.file, files.stream].compactMap { try $0?.finish() }
         }
+        for url in ended { try await output.send(try await item.outputs.artifact(for: url)) }
     }
 }
 
