@@ -107,16 +107,44 @@ public final class ItemOutputs: Sendable {
         guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
             throw VoxError(.internal, "\(temp.path) was not reserved")
         }
-        let path = relativePath(final)
-        return try await blocking.run {
-            let fd = open(temp.path, O_RDONLY)
-            if fd >= 0 {
-                fsync(fd)
-                close(fd)
-            }
-            let (hex, bytes) = try Digest.hexOfFile(at: temp)
-            return Artifact(path: path, bytes: bytes, sha256: hex)
+        return try await blocking.run { try Self.describe(temp, as: self.relativePath(final)) }
+    }
+
+    /// Writes `data` whole as the reserved temporary file `temp` (its error names the file and
+    /// keeps the system's reason and category) and describes it as `artifact(for:)` does; the
+    /// writing, flushing and hashing run on the blocking executor.
+    public func write(_ data: Data, to temp: URL) async throws -> Artifact {
+        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
+            throw VoxError(.internal, "\(temp.path) was not reserved")
         }
+        return try await blocking.run {
+            try AtomicFile.writeFile(data, to: temp)
+            return try Self.describe(temp, as: self.relativePath(final))
+        }
+    }
+
+    /// Writes each file whole into the reserved temporary folder `temp` (made if need be) and
+    /// describes every file under it as `artifacts(forDirectory:)` does, on the blocking executor.
+    public func write(_ files: [(name: String, data: Data)], inFolder temp: URL) async throws -> [Artifact] {
+        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
+            throw VoxError(.internal, "\(temp.path) was not reserved")
+        }
+        return try await blocking.run {
+            try Self.createFolder(temp)
+            for file in files { try AtomicFile.writeFile(file.data, to: temp.appendingPathComponent(file.name)) }
+            return try self.artifacts(in: temp, at: final, digests: nil)
+        }
+    }
+
+    /// A finished file as the artifact at `path`: flushed to disk, then hashed.
+    private static func describe(_ temp: URL, as path: String) throws -> Artifact {
+        let fd = open(temp.path, O_RDONLY)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+        let (hex, bytes) = try Digest.hexOfFile(at: temp)
+        return Artifact(path: path, bytes: bytes, sha256: hex)
     }
 
     /// Every file under a finished temporary folder (an evidence bag) as artifacts at their

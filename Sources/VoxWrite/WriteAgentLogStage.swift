@@ -98,7 +98,6 @@ public struct WriteAgentLogStage: Stage {
             data.append(0x0A)
         }
         let temp = try item.outputs.reserve(stageID: id, ext: "jsonl")
-        try AtomicFile.writeFile(secrets.redact(data), to: temp)
-        try await output.send(try await item.outputs.artifact(for: temp))
+        try await output.send(try await item.outputs.write(secrets.redact(data), to: temp))
     }
 }

@@ -64,12 +64,9 @@ public struct WriteRecordsStage: Stage {
             }
         }
         let folder = try item.outputs.reserve(name: id)
-        try ItemOutputs.createFolder(folder)
-        for (name, list) in records.map({ ("\($0.key).json", $0.value) }) + [("rejected.json", rejected)] {
-            try AtomicFile.writeFile(
-                secrets.redact(JSONValue.array(list).prettyData() + Data("\n".utf8)),
-                to: folder.appendingPathComponent(name))
+        let files = (records.map { ("\($0.key).json", $0.value) } + [("rejected.json", rejected)]).map {
+            (name: $0.0, data: secrets.redact(JSONValue.array($0.1).prettyData() + Data("\n".utf8)))
         }
-        for artifact in try await item.outputs.artifacts(forDirectory: folder) { try await output.send(artifact) }
+        for artifact in try await item.outputs.write(files, inFolder: folder) { try await output.send(artifact) }
     }
 }

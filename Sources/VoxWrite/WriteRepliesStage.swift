@@ -128,7 +128,6 @@ public struct WriteRepliesStage: Stage {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(Document(input: item.item.relativePath, turns: turns))
         let temp = try item.outputs.reserve(stageID: id, ext: "json")
-        try AtomicFile.writeFile(secrets.redact(data + Data("\n".utf8)), to: temp)
-        try await output.send(try await item.outputs.artifact(for: temp))
+        try await output.send(try await item.outputs.write(secrets.redact(data + Data("\n".utf8)), to: temp))
     }
 }

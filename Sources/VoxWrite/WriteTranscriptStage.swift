@@ -54,9 +54,8 @@ public struct WriteTranscriptStage: Stage {
         segments.sort { $0.chunk.start < $1.chunk.start }
         for format in configuration.formats {
             let temp = try item.outputs.reserve(stageID: id, ext: format.rawValue)
-            // Its error names the file and keeps the system's reason and category.
-            try AtomicFile.writeFile(Data(secrets.redact(format.render(segments)).utf8), to: temp)
-            try await output.send(try await item.outputs.artifact(for: temp))
+            try await output.send(
+                try await item.outputs.write(Data(secrets.redact(format.render(segments)).utf8), to: temp))
         }
     }
 }
