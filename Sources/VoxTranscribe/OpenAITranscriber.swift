@@ -50,7 +50,7 @@ public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, Senda
 
     public func prepare() async throws { try await connection.prepare(provider: "openai transcription") }
 
-    public func beginItem() throws -> any TranscriptionSession { Session(provider: self) }
+    public func beginItem() async throws -> any TranscriptionSession { Session(provider: self) }
 
     struct Session: TranscriptionSession {
         let provider: OpenAITranscriber

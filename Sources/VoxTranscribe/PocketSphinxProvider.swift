@@ -80,9 +80,11 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, Se
         pool.withLock { $0.idle.append(decoder) }
     }
 
-    public func beginItem() throws -> any TranscriptionSession {
-        let decoder = try pool.withLock { $0.idle.popLast() } ?? makeDecoder()
-        return Session(provider: self, decoder: decoder, reset: true)
+    public func beginItem() async throws -> any TranscriptionSession {
+        if let idle = pool.withLock({ $0.idle.popLast() }) {
+            return Session(provider: self, decoder: idle, reset: true)
+        }
+        return Session(provider: self, decoder: try await blocking.run { [self] in try makeDecoder() }, reset: true)
     }
 
     private func makeDecoder() throws -> PocketSphinxDecoder {

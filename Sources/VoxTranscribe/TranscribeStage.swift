@@ -60,7 +60,7 @@ public struct TranscribeStage: Stage {
     public func prepare() async throws { try await provider.prepare() }
 
     public func run(_ input: Inbox<AudioChunk>, _ output: Outbox<Transcript>, _ item: ItemContext) async throws {
-        let session = try provider.beginItem()
+        let session = try await provider.beginItem()
         defer { session.end() }
         guard let batching = session.batching else {
             for try await chunk in input {

@@ -6,8 +6,9 @@ import VoxCore
 public protocol TranscriptionProvider: Sendable {
     /// Checks models or endpoints before data flows; throws an error of category `.unavailable`.
     func prepare() async throws
-    /// Starts one item: engines that keep state are borrowed here, per worker.
-    func beginItem() throws -> any TranscriptionSession
+    /// Starts one item: engines that keep state are borrowed here, per worker (made, when there
+    /// is none idle, on the blocking executor: a model's state takes a while to set up).
+    func beginItem() async throws -> any TranscriptionSession
 }
 
 /// One item's transcription: chunks in order, then `end()`.

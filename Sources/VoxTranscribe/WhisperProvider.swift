@@ -199,9 +199,10 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
     }
 
     /// Loads the model once; exit 69 naming what is missing.
+    /// Loads the model (reading and mapping some 80 MB or more) on the blocking executor.
     public func prepare() async throws {
         try WhisperRuntime.checkCPU()
-        _ = try loadedEngine()
+        _ = try await blocking.run { [self] in try loadedEngine() }
     }
 
     private func loadedEngine() throws -> WhisperEngine {
@@ -235,8 +236,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
         }
     }
 
-    public func beginItem() throws -> any TranscriptionSession {
-        Session(provider: self, decoder: try loadedEngine().makeDecoder())
+    public func beginItem() async throws -> any TranscriptionSession {
+        Session(provider: self, decoder: try await blocking.run { [self] in try loadedEngine().makeDecoder() })
     }
 
     /// Takes a core for a decode (waiting for one without holding a thread) and, with `threads` 0

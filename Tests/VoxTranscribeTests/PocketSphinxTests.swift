@@ -67,7 +67,7 @@ import VoxTesting
         let chunk = try await chunk16k(recording)
         var texts: [String] = []
         for _ in 0..<3 {
-            let session = try provider.beginItem()
+            let session = try await provider.beginItem()
             texts.append(try await session.transcribe(chunk).text)
             texts.append(try await session.transcribe(chunk).text)
             session.end()

@@ -174,7 +174,8 @@ import VoxTesting
         let engines = EngineCache()
         let provider = WhisperProvider(settings: try settings(["language": "en"]), engines: engines)
         try await provider.prepare()
-        let sessions = try (0..<3).map { _ in try provider.beginItem() }
+        var sessions: [any TranscriptionSession] = []
+        for _ in 0..<3 { sessions.append(try await provider.beginItem()) }
         sessions.forEach { $0.end() }
         // A second stage of the same run (another transcribe stage) shares the model too.
         let other = WhisperProvider(settings: try settings(["language": "de"]), engines: engines)
@@ -203,7 +204,7 @@ import VoxTesting
                 values: ["language": "de"], specs: WhisperProvider.options))
         let provider = WhisperProvider(settings: settings, engines: testEngines)
         try await provider.prepare()
-        let session = try #require(try provider.beginItem() as? WhisperProvider.Session)
+        let session = try #require(try await provider.beginItem() as? WhisperProvider.Session)
         defer { session.end() }
         // A minute of German: two full windows, many seconds of decoding on any machine.
         let german = try await chunk16k(Self.samples.appendingPathComponent("speech-de-44k-stereo.flac"))
