@@ -196,6 +196,16 @@ public final class TutorPipeline: Sendable {
 
     /// A folder for request uploads, removed with the pipeline.
     var uploads: URL { scratch }
+
+    /// Writes an upload into `uploads` as a file named with extension `ext`, and reads the length
+    /// its header states (nil where libsndfile cannot tell): on the blocking executor.
+    func store(upload data: Data, ext: String) async throws -> (url: URL, seconds: Double?) {
+        let url = scratch.appendingPathComponent("upload-\(UUID().uuidString).\(ext)")
+        return try await source.context.blocking.run {
+            try data.write(to: url)
+            return (url, AudioFileContents.duration(url))
+        }
+    }
 }
 
 /// Keeps what a turn's stages gave: transcripts, replies and speech, in order.

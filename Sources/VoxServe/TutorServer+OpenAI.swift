@@ -106,8 +106,7 @@ extension TutorServer {
             throw ServeError.badRequest(
                 "cannot_translate", "the served spec's transcribe provider cannot translate (whisper can)")
         }
-        let upload = pipeline.uploads.appendingPathComponent("upload-\(UUID().uuidString).\(Self.ext(sniffed))")
-        try file.data.write(to: upload)
+        let upload = try await pipeline.store(upload: file.data, ext: Self.ext(sniffed)).url
         defer { try? FileManager.default.removeItem(at: upload) }
         // Its own conversation: a transcription is no tutor turn.
         let answer = try await runPipeline(

@@ -160,11 +160,10 @@ public final class TutorServer: Sendable {
                 415, "unknown_audio",
                 "audio: not a known audio format\(claimed); send WAV, FLAC, Ogg, MP3 or M4A")
         }
-        let upload = pipeline.uploads.appendingPathComponent("upload-\(UUID().uuidString).\(Self.ext(format))")
-        try audio.write(to: upload)
+        let (upload, length) = try await pipeline.store(upload: audio, ext: Self.ext(format))
         defer { try? FileManager.default.removeItem(at: upload) }
         // A clip over --max-clip is refused from its header, before it is queued or decoded.
-        if let seconds = AudioFileContents.duration(upload), seconds > settings.maxClipSeconds {
+        if let seconds = length, seconds > settings.maxClipSeconds {
             throw ServeError(
                 422, "too_long",
                 "audio: the clip is \(String(format: "%.1f", seconds)) s long, over the "
