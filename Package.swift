@@ -29,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
         // Serve watches a request's connection, to stop a turn whose client has gone.
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        // Serve refuses a request it cannot admit on the connection's event loop, from its head in
+        // HTTPTypes' parts (as Hummingbird's pipeline carries them).
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.24.0"),
     ],
     targets: [
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
@@ -88,6 +91,7 @@ let package = Package(
                 "VoxCore", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
@@ -157,6 +161,11 @@ let package = Package(
                 "VoxTestSupport", "VoxTesting", "VoxServe", "VoxHTTP", "VoxStages", "VoxResample", "VoxWrite",
                 "VoxChunk", "VoxSynthesize", "VoxCore",
                 .product(name: "Logging", package: "swift-log"),
+                // The admission gate alone, on an EmbeddedChannel.
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ]),
         .testTarget(
             name: "voxpipeTests", dependencies: ["VoxTestSupport", "VoxTesting", "voxpipe", "VoxCore", "VoxServe"]),

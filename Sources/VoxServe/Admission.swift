@@ -9,12 +9,18 @@ import VoxCore
 /// A request holds a place from arrival to its answer (`enter`/`leave`), its body's reading
 /// included; a turn holds a slot while its stages run. Places bound everything the server holds
 /// for pipeline requests, so the slots' queue can never overflow.
+///
+/// On a server, a place is taken on the connection's event loop as the request's head arrives
+/// (`AdmissionGate`: `enter(arrivingOn:)`), and the request's handler takes it over
+/// (`claim(arrivedOn:)`); a handler that finds none enters itself.
 final class Admission: Sendable {
     /// Turns that run at once; the others wait here, first come first served.
     let slots: AsyncSemaphore
     /// Requests the server holds at most: the slots and the queue.
     let places: Int
     private let taken = Atomic<Int>(0)
+    /// Places taken on arrival that no handler has claimed yet, by connection.
+    private let arrived = Mutex<[ObjectIdentifier: Int]>([:])
     /// Called once the server has held no request for `idleAfter` (it went idle and stayed so).
     private let onIdle: @Sendable () -> Void
     private let idleAfter: Duration
@@ -39,6 +45,31 @@ final class Admission: Sendable {
             current = original
         }
         return false
+    }
+
+    /// Takes a place for the request whose head just arrived on `connection`, without waiting;
+    /// false when every one is taken. The request's handler claims the place (and gives it back
+    /// when it ends); the gate gives back one that no handler claimed (`release(arrivedOn:)`).
+    func enter(arrivingOn connection: ObjectIdentifier) -> Bool {
+        guard enter() else { return false }
+        arrived.withLock { $0[connection, default: 0] += 1 }
+        return true
+    }
+
+    /// Takes over the place taken for this connection's request as it arrived: true when there
+    /// was one (the caller now holds it and leaves when done), false when there was none.
+    func claim(arrivedOn connection: ObjectIdentifier) -> Bool {
+        arrived.withLock { unclaimed in
+            guard let count = unclaimed[connection] else { return false }
+            unclaimed[connection] = count > 1 ? count - 1 : nil
+            return true
+        }
+    }
+
+    /// Gives back the place taken for this connection's request as it arrived, unless its handler
+    /// claimed it: the request was answered without it, or the connection ended first.
+    func release(arrivedOn connection: ObjectIdentifier) {
+        if claim(arrivedOn: connection) { leave() }
     }
 
     /// Gives a place back. The last one out starts the idle wait: the answer it is about to give

@@ -36,20 +36,25 @@ extension TutorServer {
                     "data": [["id": self.pipeline.plan.name, "object": "model", "created": 0, "owned_by": "voxpipe"]],
                 ])
         }
-        let routes: [(String, @Sendable (Request, ServeRequestContext) async throws -> Response)] = [
-            ("/v1/audio/speech", { try await self.speech($0, connection: $1.channel) }),
-            ("/v1/audio/transcriptions", { try await self.transcription($0, connection: $1.channel) }),
-            ("/v1/audio/translations", { try await self.transcription($0, translate: true, connection: $1.channel) }),
-        ]
-        for (path, handler) in routes {
-            router.post(RouterPath(path)) { request, context in
-                await self.counted(path) {
+        for route in OpenAIRoute.allCases {
+            router.post(RouterPath(route.rawValue)) { request, context in
+                await self.counted(route.rawValue) {
                     if let refused = self.unauthorized(request) { return (self.openAIError(refused), refused) }
-                    // Every one runs the pipeline: refused on arrival, unread, when every place is taken.
-                    guard self.admission.enter() else { return (self.openAIError(Self.overloaded), Self.overloaded) }
+                    // Every one runs the pipeline: refused on arrival, unread, when every place is taken (its
+                    // connection's gate took the place as it arrived, or refused it there).
+                    guard self.admission.claim(arrivedOn: ObjectIdentifier(context.channel)) || self.admission.enter()
+                    else { return (self.openAIError(Self.overloaded), Self.overloaded) }
                     defer { self.admission.leave() }
                     do {
-                        return (try await handler(request, context), nil)
+                        let connection = context.channel
+                        let answer =
+                            switch route {
+                            case .speech: try await self.speech(request, connection: connection)
+                            case .transcriptions: try await self.transcription(request, connection: connection)
+                            case .translations:
+                                try await self.transcription(request, translate: true, connection: connection)
+                            }
+                        return (answer, nil)
                     } catch {
                         let failure =
                             (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
@@ -218,8 +223,13 @@ extension TutorServer {
 
     /// 401 when the server has keys and the request's bearer token is none of them.
     func unauthorized(_ request: Request) -> ServeError? {
+        unauthorized(authorization: request.headers[.authorization])
+    }
+
+    /// The 401 for a request whose Authorization header is `header`, if it is refused.
+    func unauthorized(authorization header: String?) -> ServeError? {
         guard !settings.apiKeys.isEmpty else { return nil }
-        let header = request.headers[.authorization] ?? ""
+        let header = header ?? ""
         guard header.lowercased().hasPrefix("bearer ") else {
             return ServeError(401, "invalid_api_key", "missing API key: send Authorization: Bearer <key>")
         }
@@ -233,11 +243,12 @@ extension TutorServer {
     }
 
     /// A failure in OpenAI's error shape.
-    func openAIError(_ failure: ServeError) -> Response {
+    func openAIError(_ failure: ServeError) -> Response { json(failure.status, openAIErrorObject(failure)) }
+
+    /// A failure's body in OpenAI's error shape.
+    func openAIErrorObject(_ failure: ServeError) -> [String: Any] {
         let type = failure.status >= 500 ? "server_error" : "invalid_request_error"
-        return json(
-            failure.status,
-            ["error": ["message": failure.message, "type": type, "param": NSNull(), "code": failure.reason]])
+        return ["error": ["message": failure.message, "type": type, "param": NSNull(), "code": failure.reason]]
     }
 
     func text(_ body: String, type: String) -> Response {
@@ -245,6 +256,13 @@ extension TutorServer {
             status: .ok, headers: [.contentType: type],
             body: .init(byteBuffer: ByteBuffer(data: pipeline.secrets.redact(Data(body.utf8)))))
     }
+}
+
+/// OpenAI's routes that run the pipeline: admitted or refused on arrival, as the tutor's turns.
+enum OpenAIRoute: String, CaseIterable {
+    case speech = "/v1/audio/speech"
+    case transcriptions = "/v1/audio/transcriptions"
+    case translations = "/v1/audio/translations"
 }
 
 /// The served spec translating, made on first use (it loads its stages as serve did at start).

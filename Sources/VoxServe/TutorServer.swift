@@ -47,6 +47,10 @@ public final class TutorServer: Sendable {
 
     /// The routes' names in metrics, besides the prefix.
     static let routes = ["/process-audio", "/process-text", "/join-with-bot", "/stop", "/status"]
+    /// The tutor routes that run the pipeline (admitted or refused on arrival), besides the prefix.
+    static let pipelineRoutes = ["/process-audio", "/process-text"]
+    /// What the server calls itself in its answers' Server header.
+    static let serverName = "voxpipe"
     /// The channel of requests that name none while no session runs.
     static let defaultChannel = "default"
 
@@ -71,16 +75,39 @@ public final class TutorServer: Sendable {
         handlingSignals signals: Bool = false, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         for warning in startupWarnings { logger.warning("\(warning)") }
+        let rules = admissionGateRules
         let app = Application(
             router: makeRouter(),
+            server: .http1(configuration: .init(additionalChannelHandlers: [AdmissionGate(rules)])),
             configuration: ApplicationConfiguration(
-                address: .hostname(settings.host, port: settings.port), serverName: "voxpipe"),
+                address: .hostname(settings.host, port: settings.port), serverName: Self.serverName),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
         if signals {
             try await app.runService()
         } else {
             try await app.run()
+        }
+    }
+
+    /// What each connection's `AdmissionGate` knows: the pipeline routes and their refusals, and
+    /// how a refusal is counted (as the server counts one of its own).
+    var admissionGateRules: AdmissionGate.Rules {
+        let busy: [String: Any] = ["success": false, "error": Self.overloaded.message]
+        var routes: [String: AdmissionGate.Route] = [:]
+        for name in Self.pipelineRoutes {
+            routes[settings.routePrefix + name] = .init(name: name, refusal: jsonBuffer(busy)) { _ in true }
+        }
+        for route in OpenAIRoute.allCases {
+            routes[route.rawValue] = .init(
+                name: route.rawValue, refusal: jsonBuffer(openAIErrorObject(Self.overloaded))
+            ) {
+                self.unauthorized(authorization: $0[.authorization]) == nil
+            }
+        }
+        return .init(admission: admission, routes: routes, retryAfter: settings.retryAfter) { route, elapsed in
+            self.metrics.started()
+            self.record(route.name, status: 503, failure: Self.overloaded, elapsed: elapsed)
         }
     }
 
@@ -335,7 +362,8 @@ public final class TutorServer: Sendable {
     ) async -> Response {
         await counted(route) {
             if pipeline {
-                guard admission.enter() else {
+                // The place its connection's gate took as it arrived, else one of its own.
+                guard admission.claim(arrivedOn: ObjectIdentifier(context.channel)) || admission.enter() else {
                     return (json(503, ["success": false, "error": Self.overloaded.message]), Self.overloaded)
                 }
             }
@@ -367,8 +395,16 @@ public final class TutorServer: Sendable {
         metrics.started()
         let started = ContinuousClock.now
         var (response, failure) = await work()
+        if failure?.status == 503 { response.headers[.retryAfter] = String(settings.retryAfter) }
+        record(
+            route, status: failure?.status ?? Int(response.status.code), failure: failure,
+            elapsed: ContinuousClock.now - started)
+        return response
+    }
+
+    /// Logs a failed request and counts a request in the metrics (started before).
+    func record(_ route: String, status: Int, failure: ServeError?, elapsed: Duration) {
         if let failure {
-            if failure.status == 503 { response.headers[.retryAfter] = String(settings.retryAfter) }
             logger.log(
                 level: failure.status >= 500 ? .warning : .info, "request failed",
                 metadata: [
@@ -376,12 +412,10 @@ public final class TutorServer: Sendable {
                     "error": .string(self.pipeline.secrets.redact(failure.message)),
                 ])
         }
-        let elapsed = ContinuousClock.now - started
         metrics.finished(
-            route: route, status: failure?.status ?? Int(response.status.code),
+            route: route, status: status,
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             failure: failure?.reason)
-        return response
     }
 
     func readObject(_ request: Request, required: Bool) async throws -> [String: Any] {
@@ -444,13 +478,18 @@ public final class TutorServer: Sendable {
     }
 
     func json(_ status: Int, _ object: [String: Any]) -> Response {
+        Response(
+            status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: jsonBuffer(object)))
+    }
+
+    /// `object` as an answer's JSON body, secrets redacted.
+    func jsonBuffer(_ object: [String: Any]) -> ByteBuffer {
         let data =
             (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
             .map(pipeline.secrets.redact)
             ?? Data(#"{"error":"internal error: the answer could not be encoded","success":false}"#.utf8)
-        return Response(
-            status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return ByteBuffer(bytes: data)
     }
 
     /// Base64 as clients send it: standard or URL-safe alphabet, padded or not, maybe wrapped or
