@@ -128,7 +128,8 @@ struct HoldingReply: Stage {
         #expect(try await ended(second))
     }
 
-    @Test func aFullServerAnswers503WithRetryAfterWithoutReadingTheBody() async throws {
+    /// A server of one place, taken by a held turn: the server, the turn's client and its child.
+    func fullServer() async throws -> (ServerFixture, RawHTTPClient, pid_t) {
         let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
         let server = try await server(pidFile: pidFile) {
             $0.concurrency = 1
@@ -136,7 +137,11 @@ struct HoldingReply: Stage {
         }
         let held = try RawHTTPClient(port: server.port)
         try held.post("\(api)/process-text", #"{"text": "hallo"}"#)
-        let child = try await childStarted(pidFile)
+        return (server, held, try await childStarted(pidFile))
+    }
+
+    @Test func aFullServerAnswers503WithRetryAfterWithoutReadingTheBody() async throws {
+        let (server, held, child) = try await fullServer()
         // A body announced at a megabyte, of which only the start is sent: a server that read it
         // before refusing would wait for the rest and never answer.
         let client = try RawHTTPClient(port: server.port)
@@ -146,6 +151,31 @@ struct HoldingReply: Stage {
         #expect(head.hasPrefix("HTTP/1.1 503"), "\(head)")
         #expect(head.lowercased().contains("retry-after: 1"), "\(head)")
         // The held turn's client goes: its child goes with it.
+        held.close()
+        #expect(try await ended(child))
+    }
+
+    @Test func aFullServerRefusesWhileEveryThreadOfTheCooperativePoolIsBusy() async throws {
+        let (server, held, child) = try await fullServer()
+        let client = try RawHTTPClient(port: server.port)
+        defer { client.close() }
+        // Every thread of Swift's pool kept busy until the answer comes or, at the latest, the hold's
+        // deadline; the request is sent and its answer read on a thread of its own. Decided in a
+        // task, the refusal would come only after the hold.
+        let hold = ThreadHold(seconds: 20)
+        let (head, answeredWhileHeld) = try await onThreadOfItsOwn {
+            defer { hold.release() }
+            hold.start()
+            try client.post("\(api)/process-audio", #"{"audio": "UklGR"#, length: 1_000_000)
+            return (try client.receiveHead(), !hold.isOver)
+        }
+        #expect(head.hasPrefix("HTTP/1.1 503"), "\(head)")
+        #expect(head.lowercased().contains("retry-after: 1"), "\(head)")
+        #expect(answeredWhileHeld, "the refusal waited for a thread of Swift's cooperative pool")
+        let metrics = try await server.text("/metrics")
+        #expect(
+            metrics.contains("voxpipe_serve_requests_total{route=\"/process-audio\",status=\"503\"} 1"), "\(metrics)")
+        #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"overloaded\"} 1"), "\(metrics)")
         held.close()
         #expect(try await ended(child))
     }
@@ -210,6 +240,44 @@ final class RawHTTPClient: Sendable {
 extension Array where Element: Equatable {
     func ends(with suffix: [Element]) -> Bool {
         count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
+}
+
+/// Keeps every thread of Swift's pool busy until `release()`, or at the latest until its
+/// deadline, as turns do: running, not blocked (Dispatch on Linux adds threads to a pool whose
+/// threads block), at the default priority (a task of a higher one finds a thread of its own).
+final class ThreadHold: Sendable {
+    /// More tasks than the pool has threads (one a core, and one more seen here): those beyond
+    /// them wait in its queue, ahead of what comes after them.
+    let tasks = 2 * ProcessInfo.processInfo.activeProcessorCount + 1
+    private let deadline: DispatchTime
+    private let started = DispatchSemaphore(value: 0)
+    private let released = Flag()
+
+    init(seconds: Int) { deadline = .now() + .seconds(seconds) }
+
+    /// Queues the tasks that keep the pool busy and returns once one a core runs (or the deadline
+    /// has passed). Called from outside the pool.
+    func start() {
+        for _ in 0..<tasks {
+            Task.detached {
+                self.started.signal()
+                while !self.released.isSet && !self.isOver { sched_yield() }
+            }
+        }
+        for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { _ = started.wait(timeout: deadline) }
+    }
+
+    /// Whether the deadline has passed (the tasks ended on their own).
+    var isOver: Bool { DispatchTime.now() >= deadline }
+
+    func release() { released.set() }
+}
+
+/// `body`'s result, run on a thread of its own (outside Swift's pool).
+func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 
