@@ -103,14 +103,7 @@ struct HoldingReply: Stage {
     }
 
     @Test func aClientThatGoesAwayStopsItsTurnAndFreesItsSlot() async throws {
-        let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
-        let server = try await server(pidFile: pidFile) {
-            $0.concurrency = 1
-            $0.queue = 0
-        }
-        let client = try RawHTTPClient(port: server.port)
-        try client.post("\(api)/process-text", #"{"text": "hallo"}"#)
-        let child = try await childStarted(pidFile)
+        let (server, client, child, pidFile) = try await fullServer()
         client.close()
         #expect(try await ended(child), "the turn of a client that left still runs its child process \(child)")
         // Its request ends (its place and slot are given back)...
@@ -128,8 +121,9 @@ struct HoldingReply: Stage {
         #expect(try await ended(second))
     }
 
-    /// A server of one place, taken by a held turn: the server, the turn's client and its child.
-    func fullServer() async throws -> (ServerFixture, RawHTTPClient, pid_t) {
+    /// A server of one place, taken by a held turn: the server, the turn's client and its child,
+    /// and the file where a held turn's child writes its pid.
+    func fullServer() async throws -> (ServerFixture, RawHTTPClient, pid_t, pidFile: URL) {
         let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
         let server = try await server(pidFile: pidFile) {
             $0.concurrency = 1
@@ -137,11 +131,11 @@ struct HoldingReply: Stage {
         }
         let held = try RawHTTPClient(port: server.port)
         try held.post("\(api)/process-text", #"{"text": "hallo"}"#)
-        return (server, held, try await childStarted(pidFile))
+        return (server, held, try await childStarted(pidFile), pidFile)
     }
 
     @Test func aFullServerAnswers503WithRetryAfterWithoutReadingTheBody() async throws {
-        let (server, held, child) = try await fullServer()
+        let (server, held, child, _) = try await fullServer()
         // A body announced at a megabyte, of which only the start is sent: a server that read it
         // before refusing would wait for the rest and never answer.
         let client = try RawHTTPClient(port: server.port)
@@ -156,7 +150,7 @@ struct HoldingReply: Stage {
     }
 
     @Test func aFullServerRefusesWhileEveryThreadOfTheCooperativePoolIsBusy() async throws {
-        let (server, held, child) = try await fullServer()
+        let (server, held, child, _) = try await fullServer()
         let client = try RawHTTPClient(port: server.port)
         defer { client.close() }
         // Every thread of Swift's pool kept busy until the answer comes or, at the latest, the hold's
