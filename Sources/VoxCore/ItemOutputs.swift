@@ -104,9 +104,7 @@ public final class ItemOutputs: Sendable {
     /// (relative to the output directory), size and SHA-256. Flushes it to disk first. The flush
     /// and the hash run on the blocking executor.
     public func artifact(for temp: URL) async throws -> Artifact {
-        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
-            throw VoxError(.internal, "\(temp.path) was not reserved")
-        }
+        let final = try reserved(temp)
         return try await blocking.run { try Self.describe(temp, as: self.relativePath(final)) }
     }
 
@@ -114,9 +112,7 @@ public final class ItemOutputs: Sendable {
     /// keeps the system's reason and category) and describes it as `artifact(for:)` does; the
     /// writing, flushing and hashing run on the blocking executor.
     public func write(_ data: Data, to temp: URL) async throws -> Artifact {
-        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
-            throw VoxError(.internal, "\(temp.path) was not reserved")
-        }
+        let final = try reserved(temp)
         return try await blocking.run {
             try AtomicFile.writeFile(data, to: temp)
             return try Self.describe(temp, as: self.relativePath(final))
@@ -126,14 +122,20 @@ public final class ItemOutputs: Sendable {
     /// Writes each file whole into the reserved temporary folder `temp` (made if need be) and
     /// describes every file under it as `artifacts(forDirectory:)` does, on the blocking executor.
     public func write(_ files: [(name: String, data: Data)], inFolder temp: URL) async throws -> [Artifact] {
-        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
-            throw VoxError(.internal, "\(temp.path) was not reserved")
-        }
+        let final = try reserved(temp)
         return try await blocking.run {
             try Self.createFolder(temp)
             for file in files { try AtomicFile.writeFile(file.data, to: temp.appendingPathComponent(file.name)) }
             return try self.artifacts(in: temp, at: final, digests: nil)
         }
+    }
+
+    /// The final path of the reserved temporary file or folder `temp`.
+    private func reserved(_ temp: URL) throws -> URL {
+        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
+            throw VoxError(.internal, "\(temp.path) was not reserved")
+        }
+        return final
     }
 
     /// A finished file as the artifact at `path`: flushed to disk, then hashed.
@@ -150,9 +152,7 @@ public final class ItemOutputs: Sendable {
     /// Every file under a finished temporary folder (an evidence bag) as artifacts at their
     /// final paths, sorted. The hashes run on the blocking executor.
     public func artifacts(forDirectory temp: URL, digests: DigestCache? = nil) async throws -> [Artifact] {
-        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
-            throw VoxError(.internal, "\(temp.path) was not reserved")
-        }
+        let final = try reserved(temp)
         return try await blocking.run { try self.artifacts(in: temp, at: final, digests: digests) }
     }
 

@@ -139,7 +139,7 @@ public struct DecodeStage: Stage {
     /// holds no thread of the cooperative pool; the blocks are sent from here.
     func decode(_ file: InputFile, into output: Outbox<AudioBlock>, facts: ItemFacts) async throws {
         let lane = blocking.lane(Source.self)
-        let source = try await lane.open { [self] _ in
+        let header = try await lane.open { [self] _ in
             try Self.checkReadable(file.url)
             let source = try open(file.url)
             if source.format.channels < 1, let why = FileSniffer.diagnose(file.url) {
@@ -151,18 +151,18 @@ public struct DecodeStage: Stage {
             return (source, header)
         }
         func seek(_ frame: Int64) async throws -> Bool {
-            guard source.seeks else { return false }
+            guard header.seeks else { return false }
             return try await lane.run { source, _ in source.seek?(frame) ?? false }
         }
-        try check(source.format, frames: source.frames)
-        let rate = source.format.sampleRate
-        facts[.audioSeconds] = source.frames.map { Double($0) / Double(rate) }
-        facts[.sourceFormat] = source.format
+        try check(header.format, frames: header.frames)
+        let rate = header.format.sampleRate
+        facts[.audioSeconds] = header.frames.map { Double($0) / Double(rate) }
+        facts[.sourceFormat] = header.format
         let channel = file.part?.channel
-        if let channel, channel.index >= source.format.channels {
+        if let channel, channel.index >= header.format.channels {
             throw DecodeError(
                 .outOfBounds,
-                "track \(channel.name) is channel \(channel.index), but the file has \(source.format.channels)")
+                "track \(channel.name) is channel \(channel.index), but the file has \(header.format.channels)")
         }
         let span = file.part?.span
 
@@ -180,7 +180,7 @@ public struct DecodeStage: Stage {
                     "seeked to the report window",
                     metadata: ["stage.id": .string(id), "decode.from.seconds": .stringConvertible(startSecond)])
             }
-        } else if let lookback, let frames = source.frames {
+        } else if let lookback, let frames = header.frames {
             let startSecond = (Double(frames) / Double(rate) - lookback - Self.seekMargin).rounded(.down)
             if startSecond > 0, try await seek(Int64(startSecond) * Int64(rate)) {
                 offset = Int64(startSecond) * Int64(rate)
@@ -194,18 +194,18 @@ public struct DecodeStage: Stage {
         var cut = false
         if endFrame == nil, let seconds = facts[.lengthLimit] {
             let limit = Int64((seconds * Double(rate)).rounded())
-            if source.frames.map({ $0 > limit }) ?? true {
+            if header.frames.map({ $0 > limit }) ?? true {
                 endFrame = limit
-                cut = source.frames != nil
+                cut = header.frames != nil
             }
         }
         let firstFrame = offset
-        let outFormat = channel == nil ? source.format : AudioFormat(sampleRate: rate, channels: 1)
+        let outFormat = channel == nil ? header.format : AudioFormat(sampleRate: rate, channels: 1)
         var sent = false
         while true {
             var want = configuration.blockFrames
             if let endFrame { want = Int(max(0, min(Int64(want), endFrame - offset))) }
-            let channels = source.format.channels
+            let channels = header.format.channels
             var samples: [Float] = []
             if want > 0 {
                 samples = try await lane.run { [want] source, _ -> [Float] in
@@ -220,12 +220,12 @@ public struct DecodeStage: Stage {
             sent = true
             if samples.isEmpty { break }
         }
-        if source.frames == nil || span != nil || cut {
+        if header.frames == nil || span != nil || cut {
             facts[.audioSeconds] = Double(offset - firstFrame) / Double(rate)
         }
         // Read to the end: fewer frames than the header promised is a truncated file (sox says
         // "Premature EOF"). The item goes on with what there is, and says so.
-        if let promised = source.promisedFrames, endFrame == nil, span == nil, offset < promised {
+        if let promised = header.promisedFrames, endFrame == nil, span == nil, offset < promised {
             facts[.audioSeconds] = Double(offset) / Double(rate)
             facts.warn(
                 ItemWarning(
