@@ -149,30 +149,6 @@ struct HoldingReply: Stage {
         #expect(try await ended(child))
     }
 
-    @Test func aFullServerRefusesWhileEveryThreadOfTheCooperativePoolIsBusy() async throws {
-        let (server, held, child, _) = try await fullServer()
-        let client = try RawHTTPClient(port: server.port)
-        defer { client.close() }
-        // Every thread of Swift's pool kept busy until the answer comes or, at the latest, the hold's
-        // deadline; the request is sent and its answer read on a thread of its own. Decided in a
-        // task, the refusal would come only after the hold.
-        let hold = ThreadHold(seconds: 20)
-        let (head, answeredWhileHeld) = try await onThreadOfItsOwn {
-            defer { hold.release() }
-            hold.start()
-            try client.post("\(api)/process-audio", #"{"audio": "UklGR"#, length: 1_000_000)
-            return (try client.receiveHead(), !hold.isOver)
-        }
-        #expect(head.hasPrefix("HTTP/1.1 503"), "\(head)")
-        #expect(head.lowercased().contains("retry-after: 1"), "\(head)")
-        #expect(answeredWhileHeld, "the refusal waited for a thread of Swift's cooperative pool")
-        let metrics = try await server.text("/metrics")
-        #expect(
-            metrics.contains("voxpipe_serve_requests_total{route=\"/process-audio\",status=\"503\"} 1"), "\(metrics)")
-        #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"overloaded\"} 1"), "\(metrics)")
-        held.close()
-        #expect(try await ended(child))
-    }
 }
 
 /// A client on a plain TCP socket, for what an HTTP library will not do: send half a body, or
@@ -234,44 +210,6 @@ final class RawHTTPClient: Sendable {
 extension Array where Element: Equatable {
     func ends(with suffix: [Element]) -> Bool {
         count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
-    }
-}
-
-/// Keeps every thread of Swift's pool busy until `release()`, or at the latest until its
-/// deadline, as turns do: running, not blocked (Dispatch on Linux adds threads to a pool whose
-/// threads block), at the default priority (a task of a higher one finds a thread of its own).
-final class ThreadHold: Sendable {
-    /// More tasks than the pool has threads (one a core, and one more seen here): those beyond
-    /// them wait in its queue, ahead of what comes after them.
-    let tasks = 2 * ProcessInfo.processInfo.activeProcessorCount + 1
-    private let deadline: DispatchTime
-    private let started = DispatchSemaphore(value: 0)
-    private let released = Flag()
-
-    init(seconds: Int) { deadline = .now() + .seconds(seconds) }
-
-    /// Queues the tasks that keep the pool busy and returns once one a core runs (or the deadline
-    /// has passed). Called from outside the pool.
-    func start() {
-        for _ in 0..<tasks {
-            Task.detached {
-                self.started.signal()
-                while !self.released.isSet && !self.isOver { sched_yield() }
-            }
-        }
-        for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { _ = started.wait(timeout: deadline) }
-    }
-
-    /// Whether the deadline has passed (the tasks ended on their own).
-    var isOver: Bool { DispatchTime.now() >= deadline }
-
-    func release() { released.set() }
-}
-
-/// `body`'s result, run on a thread of its own (outside Swift's pool).
-func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 
