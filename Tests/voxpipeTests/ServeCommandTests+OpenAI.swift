@@ -45,7 +45,11 @@ extension ServeCommandTests {
                 (try? String(contentsOf: out.appendingPathComponent("speech-de/text.txt"), encoding: .utf8)) ?? "")
         }
         #expect(texts[0].hasPrefix("Guten Morgen"), "\(texts)")
-        #expect(texts[1] == texts[0])
+        // The server chunks the uploaded chunk again (Silero VAD), so Whisper hears a slightly
+        // different clip: the same words but for at most one.
+        let words = texts.map { $0.lowercased().split(whereSeparator: { !$0.isLetter }) }
+        #expect(words[1].count == words[0].count, "\(texts)")
+        #expect(zip(words[0], words[1]).filter { $0 != $1 }.count <= 1, "\(texts)")
 
         // Speech the other way: the served spec's voice through voxpipe's openai synthesize provider.
         let lines = dir.appendingPathComponent("lines.txt")
