@@ -81,6 +81,8 @@ struct ServeCommand: AsyncParsableCommand {
             settings.maxBodyBytes = maxBody * 1024 * 1024
             settings.timeout = timeout
             if let concurrency { settings.concurrency = concurrency }
+            // One malloc arena per turn at once (at least two): RSS comes back after a burst.
+            MemoryTrim.limitArenas(to: max(2, settings.concurrency))
             settings.queue = queue
             settings.maxClipSeconds = maxClip
             settings.audio = AudioEncoding(format: audioFormat)
