@@ -12,7 +12,9 @@ import VoxCore
 //
 // A chunk whose words cannot be placed cleanly (one heard in a gap, one spanning two chunks, one
 // without a time), that got no words, or whose words repeat themselves is decoded alone, as
-// without packing; so is every chunk of a window that repeats itself or is unsure.
+// without packing, and so are the chunks on both sides of a word aligned far from its segment's
+// timestamps; so is every chunk of a window that repeats itself or is unsure, and every
+// chunk that runs past where whisper's decode of the window stopped (it decodes one window only).
 
 extension WhisperProvider {
     /// Seconds of silence between two chunks packed into one window.
@@ -20,6 +22,10 @@ extension WhisperProvider {
     /// How far (seconds) into a gap a word's alignment time may fall and still belong to the chunk
     /// beside it: alignment times are in 20-ms frames and can run a little early or late.
     static let packTolerance = 0.3
+    /// How far (seconds) a word's alignment time may lie outside its segment's own timestamps.
+    /// Further off, the alignment went astray (seen: a turn's last sentence, its segment at 2.7–4.1 s,
+    /// aligned at 12.2 s into the next turn), and the chunks on both sides are decoded alone.
+    static let packAlignmentSlack = 1.0
 
     /// Chunks laid end to end with `gap` samples of silence between two.
     struct PackedWindow: Sendable {
@@ -47,7 +53,8 @@ extension WhisperProvider {
     /// aligned in a gap, in two chunks, or not at all, or no words at all. Words are tokens as in
     /// `Session.words`; consecutive words of one segment and one chunk stay one segment.
     static func split(
-        _ segments: [WhisperEngine.Segment], spans: [ClosedRange<Double>], tolerance: Double = packTolerance
+        _ segments: [WhisperEngine.Segment], spans: [ClosedRange<Double>], tolerance: Double = packTolerance,
+        slack: Double = packAlignmentSlack
     ) -> [[WhisperEngine.Segment]?] {
         var pieces = [[WhisperEngine.Segment]](repeating: [], count: spans.count)
         var unplaced = Set<Int>()
@@ -98,6 +105,14 @@ extension WhisperProvider {
                     continue
                 }
                 let places = times.map(chunks(at:))
+                guard times.allSatisfy({ (segment.start - slack)...(segment.end + slack) ~= $0 }) else {
+                    // Aligned far from where the segment says it was heard: both places are suspect.
+                    let heard = spans.indices.filter {
+                        spans[$0].overlaps((segment.start - tolerance)...max(segment.start, segment.end) + tolerance)
+                    }
+                    unplaced.formUnion(places.flatMap(\.near) + heard)
+                    continue
+                }
                 guard let home = places[0].home, places.allSatisfy({ $0.home == home }) else {
                     unplaced.formUnion(places.flatMap(\.near))
                     continue
@@ -127,7 +142,10 @@ extension WhisperProvider.Session {
         if audible.count > 1 {
             let window = WhisperProvider.PackedWindow(
                 audible.map { chunks[$0].samples }, gap: Int(WhisperProvider.packGapSeconds * 16000))
-            let decoded = try await decode(window.samples)
+            // One window only: where whisper.cpp would re-encode the audio after its last
+            // timestamp, the chunks from there on are decoded alone instead. (Across two windows
+            // the word alignment once put the end of the first turn into the last one.)
+            let decoded = try await decode(window.samples, oneWindow: true)
             detected = decoded.language
             // A window that repeats itself or is unsure (the tests a shrunk decode must pass) is
             // not split at all: a repetition loop there was aligned into one chunk and took words
@@ -140,6 +158,9 @@ extension WhisperProvider.Session {
                 for (k, pieces) in WhisperProvider.split(decoded.segments, spans: window.spans).enumerated() {
                     let length = window.spans[k].upperBound - window.spans[k].lowerBound
                     guard let pieces else { continue }
+                    if let cut = decoded.cut, window.spans[k].upperBound > cut + WhisperProvider.packTolerance {
+                        continue
+                    }
                     guard WhisperEngine.Decoder.implausible(pieces.map(\.text), seconds: length) == nil else {
                         forgetPreviousText = true
                         continue

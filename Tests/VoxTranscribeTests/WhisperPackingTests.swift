@@ -156,7 +156,13 @@ import VoxTesting
         let reference = "Guten Morgen! Wie geht es dir heute? Ich lerne Deutsch."
         #expect(transcripts.map(\.text.isEmpty) == [false, true, true, false], "\(transcripts.map(\.text))")
         for t in [transcripts[0], transcripts[3]] {
-            #expect(wordErrorRate(reference: reference, hypothesis: t.text) <= 0.25, "heard: \(t.text)")
+            // Each turn has its own sentences, once: none lost to the other turn, none taken from it
+            // (a misplaced last sentence showed as no "ich" in one turn and two in the other).
+            let words = scoringWords(t.text)
+            #expect(words.filter { $0 == "guten" }.count == 1, "heard: \(t.text)")
+            #expect(words.filter { $0 == "ich" }.count == 1, "heard: \(t.text)")
+            // Whisper base hears espeak-ng's "Ich lerne Deutsch" a little wrong ("Ich lebe da heute").
+            #expect(wordErrorRate(reference: reference, hypothesis: t.text) <= 0.3, "heard: \(t.text)")
         }
     }
 
@@ -236,5 +242,15 @@ import VoxTesting
         untimed.aligned = nil
         let noTimes = WhisperProvider.split([segment([untimed, token(" How", 3.1), token(" to", 6.2)])], spans: spans)
         #expect(noTimes.map { $0 == nil } == [true, true, true])
+        // A sentence whose segment Whisper heard at 0.5–1.8 s, aligned into the third chunk: the
+        // first and third chunks are decoded alone, the second keeps its words.
+        var astray = segment([token(" Ich", 6.2), token(" lerne", 6.5)])
+        (astray.start, astray.end) = (0.5, 1.8)
+        var first = segment([token(" Good", 0.2)])
+        (first.start, first.end) = (0, 0.5)
+        var middle = segment([token(" How", 3.1)])
+        (middle.start, middle.end) = (3, 4)
+        let misaligned = WhisperProvider.split([first, astray, middle], spans: spans)
+        #expect(misaligned.map { $0 == nil } == [true, false, true])
     }
 }
