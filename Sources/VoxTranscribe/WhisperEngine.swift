@@ -12,20 +12,6 @@ final class WhisperAbort: Sendable {
     var isRequested: Bool { requested.load(ordering: .relaxed) }
 }
 
-/// Counts the encoder passes of one whisper_full call and, for a call held to one window, refuses
-/// the second: whisper.cpp then ends the call with the first window's segments.
-final class WindowGate: Sendable {
-    let oneWindow: Bool
-    let encodes = Atomic<Int>(0)
-
-    init(oneWindow: Bool) { self.oneWindow = oneWindow }
-
-    /// Whether the encoder may start another pass.
-    func begin() -> Bool { encodes.add(1, ordering: .relaxed).newValue == 1 || !oneWindow }
-    /// Whether a pass was refused.
-    var refused: Bool { oneWindow && encodes.load(ordering: .relaxed) > 1 }
-}
-
 /// One loaded Whisper model (whisper.cpp), shared by every worker: the weights are read once,
 /// and each item decodes on a state of its own (`WhisperEngine.Decoder`), so items run side by
 /// side on one model. whisper.cpp's model context is safe to share across states.
@@ -40,7 +26,9 @@ final class WhisperEngine: @unchecked Sendable {
         params.use_gpu = false
         // Word times from the cross-attention alignment (DTW), as OpenAI's word_timestamps: the
         // timestamp-token heuristic puts a window's first word at its start, however much silence
-        // comes before it. DTW needs the model's alignment heads and no flash attention.
+        // comes before it. DTW needs the model's alignment heads and no flash attention in the
+        // decoder (the runtime `make setup` builds fuses the encoder's attention regardless:
+        // scripts/patches/whisper-encoder-fa.py).
         if let preset = Self.alignmentHeads(modelFile) {
             params.dtw_token_timestamps = true
             params.dtw_aheads_preset = preset
@@ -116,9 +104,6 @@ final class WhisperEngine: @unchecked Sendable {
         /// `encoderMargin` instead of the full 30-s window; 0 (the default) turns it off.
         var shrinkEncoderSeconds = 0.0
         var encoderMargin = 3.0
-        /// Decode only the first 30-s window: where whisper.cpp would go on with the audio after
-        /// its last timestamp (a new encoder pass), the call ends and `Decoded.cut` says where.
-        var oneWindow = false
     }
 
     /// How a chunk was decoded: in a shrunk encoder context (frames of 20 ms), or in the full
@@ -161,9 +146,6 @@ final class WhisperEngine: @unchecked Sendable {
         var segments: [Segment]
         var language: String?
         var encoder: EncoderContext
-        /// With `oneWindow`: the time (seconds) the decode stopped at, when audio after it was
-        /// left undecoded; nil when the window was decoded to its end.
-        var cut: Double?
     }
 
     /// One item's decoding state.
@@ -317,7 +299,7 @@ final class WhisperEngine: @unchecked Sendable {
         private func run(
             _ samples: [Float], _ options: Options, frames: Int32, prompt: String?, noContext: Bool,
             abort: WhisperAbort
-        ) throws -> (segments: [Segment], language: String?, cut: Double?) {
+        ) throws -> (segments: [Segment], language: String?) {
             var params = whisper_full_default_params(
                 options.beamSize > 1 ? WHISPER_SAMPLING_BEAM_SEARCH : WHISPER_SAMPLING_GREEDY)
             params.n_threads = Int32(max(1, options.threads))
@@ -354,14 +336,8 @@ final class WhisperEngine: @unchecked Sendable {
                 guard let data else { return false }
                 return Unmanaged<WhisperAbort>.fromOpaque(data).takeUnretainedValue().isRequested
             }
-            let gate = WindowGate(oneWindow: options.oneWindow)
-            params.encoder_begin_callback = { _, _, data in
-                guard let data else { return true }
-                return Unmanaged<WindowGate>.fromOpaque(data).takeUnretainedValue().begin()
-            }
-            let status = withExtendedLifetime((abort, gate)) {
+            let status = withExtendedLifetime(abort) {
                 params.abort_callback_user_data = Unmanaged.passUnretained(abort).toOpaque()
-                params.encoder_begin_callback_user_data = Unmanaged.passUnretained(gate).toOpaque()
                 return Self.withReadableSamples(samples) {
                     whisper_full_with_state(engine.context, state, params, $0, $1)
                 }
@@ -405,9 +381,7 @@ final class WhisperEngine: @unchecked Sendable {
                         tokens: tokens, ids: ids, endsWithTimestamp: (ids.last ?? 0) > beg))
             }
             let langID = whisper_full_lang_id_from_state(state)
-            // The last segment ends where whisper.cpp would have started its next window.
-            let cut = gate.refused ? (segments.last?.end ?? 0) : nil
-            return (segments, langID >= 0 ? whisper_lang_str(langID).map { String(cString: $0) } : nil, cut)
+            return (segments, langID >= 0 ? whisper_lang_str(langID).map { String(cString: $0) } : nil)
         }
 
         /// Whisper's no-speech test, as OpenAI's transcribe() applies it to a window: likely no
@@ -417,7 +391,7 @@ final class WhisperEngine: @unchecked Sendable {
         /// 0.88 for -50 dB noise, at most 0.23 for the speech in Samples/ and the LibriVox lines).
         /// For one window; longer audio keeps whisper.cpp's own per-window test.
         private func finish(
-            _ decoded: (segments: [Segment], language: String?, cut: Double?), samples: [Float], options: Options,
+            _ decoded: (segments: [Segment], language: String?), samples: [Float], options: Options,
             encoder: EncoderContext
         ) -> Decoded {
             var segments = decoded.segments
@@ -432,8 +406,7 @@ final class WhisperEngine: @unchecked Sendable {
                     segments = []
                 }
             }
-            return Decoded(
-                segments: segments, language: options.language ?? decoded.language, encoder: encoder, cut: decoded.cut)
+            return Decoded(segments: segments, language: options.language ?? decoded.language, encoder: encoder)
         }
 
         /// The no-speech probability as OpenAI's Whisper defines it: the <|nospeech|> token's share

@@ -13,8 +13,7 @@ import VoxCore
 // A chunk whose words cannot be placed cleanly (one heard in a gap, one spanning two chunks, one
 // without a time), that got no words, or whose words repeat themselves is decoded alone, as
 // without packing, and so are the chunks on both sides of a word aligned far from its segment's
-// timestamps; so is every chunk of a window that repeats itself or is unsure, and every
-// chunk that runs past where whisper's decode of the window stopped (it decodes one window only).
+// timestamps; so is every chunk of a window that repeats itself or is unsure.
 
 extension WhisperProvider {
     /// Seconds of silence between two chunks packed into one window.
@@ -24,8 +23,9 @@ extension WhisperProvider {
     static let packTolerance = 0.3
     /// How far (seconds) a word's alignment time may lie outside its segment's own timestamps.
     /// Further off, the alignment went astray (seen: a turn's last sentence, its segment at 2.7–4.1 s,
-    /// aligned at 12.2 s into the next turn), and the chunks on both sides are decoded alone.
-    static let packAlignmentSlack = 1.0
+    /// aligned at 12.2 s into the next turn), and the chunks on both sides are decoded alone. On
+    /// the 10-minute lesson (1,490 words) the alignment lay at most 1.4 s outside its segment.
+    static let packAlignmentSlack = 3.0
 
     /// Chunks laid end to end with `gap` samples of silence between two.
     struct PackedWindow: Sendable {
@@ -142,10 +142,7 @@ extension WhisperProvider.Session {
         if audible.count > 1 {
             let window = WhisperProvider.PackedWindow(
                 audible.map { chunks[$0].samples }, gap: Int(WhisperProvider.packGapSeconds * 16000))
-            // One window only: where whisper.cpp would re-encode the audio after its last
-            // timestamp, the chunks from there on are decoded alone instead. (Across two windows
-            // the word alignment once put the end of the first turn into the last one.)
-            let decoded = try await decode(window.samples, oneWindow: true)
+            let decoded = try await decode(window.samples)
             detected = decoded.language
             // A window that repeats itself or is unsure (the tests a shrunk decode must pass) is
             // not split at all: a repetition loop there was aligned into one chunk and took words
@@ -158,9 +155,6 @@ extension WhisperProvider.Session {
                 for (k, pieces) in WhisperProvider.split(decoded.segments, spans: window.spans).enumerated() {
                     let length = window.spans[k].upperBound - window.spans[k].lowerBound
                     guard let pieces else { continue }
-                    if let cut = decoded.cut, window.spans[k].upperBound > cut + WhisperProvider.packTolerance {
-                        continue
-                    }
                     guard WhisperEngine.Decoder.implausible(pieces.map(\.text), seconds: length) == nil else {
                         forgetPreviousText = true
                         continue

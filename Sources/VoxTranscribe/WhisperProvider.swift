@@ -294,13 +294,10 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
         /// of CPU: off the cooperative pool, so other stages keep moving), once a slot is free.
         /// Cancellation (SIGINT/SIGTERM, a serve client gone, a timeout) reaches the decode through
         /// its abort flag.
-        func decode(
-            _ samples: [Float], forgetPreviousText: Bool = false, oneWindow: Bool = false
-        ) async throws -> WhisperEngine.Decoded {
+        func decode(_ samples: [Float], forgetPreviousText: Bool = false) async throws -> WhisperEngine.Decoded {
             guard let decoder else { throw TranscribeError(.decodeFailed, "session already ended") }
             var options = provider.settings.options
             options.language = language
-            options.oneWindow = oneWindow
             let abort = WhisperAbort()
             // A cancelled decode waits no longer for its cores, and a running one stops at whisper's
             // next abort check.
