@@ -50,11 +50,11 @@ extension WhisperProvider {
 
     /// Each packed chunk's share of a window's segments, with times from the chunk's own start,
     /// or nil for a chunk whose words cannot be placed cleanly: a word whose spoken tokens were
-    /// aligned in a gap, in two chunks, or not at all, or no words at all. Words are tokens as in
-    /// `Session.words`; consecutive words of one segment and one chunk stay one segment.
+    /// aligned in a gap, in two chunks, far from its segment's timestamps or not at all, or no
+    /// words at all. Words are tokens as in `Session.words`; consecutive words of one segment and
+    /// one chunk stay one segment.
     static func split(
-        _ segments: [WhisperEngine.Segment], spans: [ClosedRange<Double>], tolerance: Double = packTolerance,
-        slack: Double = packAlignmentSlack
+        _ segments: [WhisperEngine.Segment], spans: [ClosedRange<Double>], tolerance: Double = packTolerance
     ) -> [[WhisperEngine.Segment]?] {
         var pieces = [[WhisperEngine.Segment]](repeating: [], count: spans.count)
         var unplaced = Set<Int>()
@@ -105,6 +105,7 @@ extension WhisperProvider {
                     continue
                 }
                 let places = times.map(chunks(at:))
+                let slack = packAlignmentSlack
                 guard times.allSatisfy({ (segment.start - slack)...(segment.end + slack) ~= $0 }) else {
                     // Aligned far from where the segment says it was heard: both places are suspect.
                     let heard = spans.indices.filter {

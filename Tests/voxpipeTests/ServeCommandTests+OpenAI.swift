@@ -26,8 +26,10 @@ extension ServeCommandTests {
                 """, in: dir, name: "\(UUID().uuidString).json")
         }
         // In-process Whisper as the served pipeline configures it (greedy, packing).
-        let served = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json"))) as? [String: Any]
+        let served =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")))
+            as? [String: Any]
         let stages = try #require(served?["stages"] as? [[String: Any]])
         let provider = try #require(stages.first { $0["kind"] as? String == "transcribe" }?["provider"])
         let local = try spec(
@@ -47,7 +49,7 @@ extension ServeCommandTests {
         #expect(texts[0].hasPrefix("Guten Morgen"), "\(texts)")
         // The server chunks the uploaded chunk again (Silero VAD), so Whisper hears a slightly
         // different clip: the same words but for at most one.
-        let words = texts.map { $0.lowercased().split(whereSeparator: { !$0.isLetter }) }
+        let words = texts.map(scoringWords)
         #expect(words[1].count == words[0].count, "\(texts)")
         #expect(zip(words[0], words[1]).filter { $0 != $1 }.count <= 1, "\(texts)")
 
