@@ -10,7 +10,11 @@ set -uo pipefail
 SWIFT="${SWIFT:-swift}"
 limit="${VOXPIPE_TEST_LIMIT:-1800}"
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+# The tests' folders (temporaryDirectory(), up to 370 MB each) go in one folder of this run's,
+# removed when it ends: left in /tmp, runs on one machine filled its disk (15,000 folders, 66 GB).
+scratch="$(mktemp -d -t voxpipe-tests.XXXXXX)"
+export TMPDIR="$scratch"
+trap 'rm -f "$log"; rm -rf "$scratch"' EXIT
 
 setsid stdbuf -oL -eL "$SWIFT" test --disable-xctest "$@" >"$log" 2>&1 &
 pid=$!
