@@ -13,6 +13,7 @@ log="$(mktemp)"
 # The tests' folders (temporaryDirectory(), up to 370 MB each) go in one folder of this run's,
 # removed when it ends: left in /tmp, runs on one machine filled its disk (15,000 folders, 66 GB).
 scratch="$(mktemp -d -t voxpipe-tests.XXXXXX)"
+chmod 1777 "$scratch" # as /tmp: the permission tests run voxpipe as another user
 export TMPDIR="$scratch"
 trap 'rm -f "$log"; rm -rf "$scratch"' EXIT
 
