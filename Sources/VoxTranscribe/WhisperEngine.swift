@@ -389,7 +389,11 @@ final class WhisperEngine: @unchecked Sendable {
         /// speechless gives no text however sure the decoding: with a language forced, noise and
         /// tones come back as confident invented sentences (measured: p 0.81 for a sine sweep,
         /// 0.88 for -50 dB noise, at most 0.23 for the speech in Samples/ and the LibriVox lines).
-        /// For one window; longer audio keeps whisper.cpp's own per-window test.
+        /// For one window; longer audio keeps whisper.cpp's own per-window test. In a shrunk
+        /// context only OpenAI's test is taken: there the probability reads high on speech (0.81
+        /// for the 8.2-s German turn of `bench/tutor.sh` in 12 s, 0.39 in the full window), and a
+        /// decode that passed `rejection` is sure (on 12 probes of noise, hum, tones, music and
+        /// reversed speech each shrunk decode read -1.5 or less, was rejected and redone here).
         private func finish(
             _ decoded: (segments: [Segment], language: String?), samples: [Float], options: Options,
             encoder: EncoderContext
@@ -400,9 +404,9 @@ final class WhisperEngine: @unchecked Sendable {
             {
                 for k in segments.indices { segments[k].noSpeechProbability = p }
                 let logprob = segments.map(\.averageLogprob).reduce(0, +) / Double(segments.count)
-                if (p > options.noSpeechThreshold && logprob < options.logprobThreshold)
-                    || p > options.noSpeechSkipThreshold
-                {
+                let skip: Bool
+                if case .shrunk = encoder { skip = false } else { skip = p > options.noSpeechSkipThreshold }
+                if (p > options.noSpeechThreshold && logprob < options.logprobThreshold) || skip {
                     segments = []
                 }
             }

@@ -327,6 +327,14 @@ import VoxTesting
         #expect(shrunk.encoder == .shrunk(frames: 350))
         let text = shrunk.segments.map(\.text).joined()
         #expect(wordErrorRate(reference: line.text, hypothesis: text) <= 0.2, "heard: \(text)")
+        // The no-speech skip test reads high on speech in a shrunk context: it is the full
+        // window's only. Held to a skip threshold of 0, the full window gives no text and the
+        // shrunk context keeps its words.
+        var strict = options
+        strict.noSpeechSkipThreshold = 0
+        #expect(try baseEngine().makeDecoder().decode(samples, options: strict).segments.map(\.text).joined() == text)
+        strict.shrinkEncoderSeconds = 0
+        #expect(try baseEngine().makeDecoder().decode(samples, options: strict).segments.isEmpty)
         // A decode held to an average log probability no decode reaches is redone in the full
         // window, and gives what the full window gives.
         options.logprobThreshold = -0.001
