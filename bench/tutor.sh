@@ -9,7 +9,8 @@
 #     200s, time to a 503, the server's RSS before, at peak and after.
 #  3. A 10-minute German lesson (espeak-ng sentences of known text, pauses between turns) through
 #     `voxpipe run Pipelines/lesson-tutor.json` (short turns packed into 30-s windows): wall time, x real time,
-#     WER; again with each turn decoded alone, and with greedy decoding.
+#     WER; again with each turn decoded alone, and with greedy decoding. Then its turns as clips of
+#     up to 8 s, each decoded alone in the full 30-s window and in a shrunk context: time and WER.
 # Figures are printed, never judged: a missed target does not fail the bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ PARTS=${BENCH_TUTOR_PARTS:-1 2 3}   # e.g. BENCH_TUTOR_PARTS=3 bench/tutor.sh: t
 # BENCH_TUTOR_PACK=0 skips the lesson's run with each turn decoded alone (the spec packs turns into windows);
 # BENCH_TUTOR_BEAM=0 skips the run with greedy decoding (the spec's beam is 5);
 # BENCH_TUTOR_NO_CONTEXT=1 runs the lesson once more with Whisper's conditionOnPreviousText off
+# BENCH_TUTOR_SHRINK=0 skips the lesson's turns decoded alone, full window against shrunk (shrinkEncoderSeconds)
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 mkdir -p "$W"
 
@@ -213,4 +215,48 @@ fi
 if [ "${BENCH_TUTOR_NO_CONTEXT:-0}" = 1 ]; then
   variant no-context '{"conditionOnPreviousText": false}'
   lesson "$W/no-context.json" no-context "conditionOnPreviousText off"
+fi
+if [ "${BENCH_TUTOR_SHRINK:-1}" = 1 ]; then
+  # The lesson's turns as the tutor gets them, one clip each (two consecutive turns joined where
+  # they fit in 8 s): each decoded alone in Whisper's full 30-s window, and in a context of its
+  # own length plus 3 s (shrinkEncoderSeconds, as the shipped tutor pipelines decode a turn).
+  C=$L/clips; rm -rf "$C"; mkdir -p "$C/in"
+  python3 - "$L/turns" "$C" "${sentences[@]}" <<'PY'
+import os, subprocess, sys
+turns, out, sentences = sys.argv[1], sys.argv[2], sys.argv[3:]
+files = sorted(os.listdir(turns))
+seconds = lambda f: float(subprocess.check_output(["soxi", "-D", os.path.join(turns, f)]))
+refs, k = [], 0
+while k < len(files):
+    take = 2 if k + 1 < len(files) and seconds(files[k]) + seconds(files[k + 1]) <= 8.0 else 1
+    name = f"c{len(refs):03d}"
+    subprocess.check_call(["sox"] + [os.path.join(turns, f) for f in files[k:k + take]] + [f"{out}/in/{name}.wav"])
+    refs.append(f"{name}\t" + " ".join(sentences[(k + j) % len(sentences)] for j in range(take)))
+    k += take
+open(f"{out}/refs.tsv", "w").write("\n".join(refs) + "\n")
+PY
+  clips=$(wc -l < "$C/refs.tsv")
+  for shrink in 0 10; do
+    python3 - "$C/spec-$shrink.json" "$shrink" <<'PY'
+import json, sys
+stages = [
+    {"id": "decode", "kind": "decode"},
+    {"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},
+    {"id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 8, "detector": "silero"},
+    {"id": "asr", "kind": "transcribe", "provider": {"name": "whisper", "model": "base", "language": "de",
+                                                      "shrinkEncoderSeconds": int(sys.argv[2])}},
+    {"id": "txt", "kind": "write-transcript", "from": "asr", "formats": ["txt"]},
+]
+json.dump({"name": f"turns-shrink-{sys.argv[2]}", "stages": stages}, open(sys.argv[1], "w"), indent=1)
+PY
+    if ! /usr/bin/time -o "$C/time-$shrink.txt" -f "%e" "$BIN" run "$C/spec-$shrink.json" "$C/in" -o "$C/out-$shrink" \
+      --force > /dev/null 2> "$C/run-$shrink.log"; then
+      echo "bench: the turns run (shrink $shrink) failed" >&2; tail -5 "$C/run-$shrink.log" >&2; continue
+    fi
+    mkdir -p "$C/hyp-$shrink"
+    for f in "$C/out-$shrink"/*/txt.txt; do cp "$f" "$C/hyp-$shrink/$(basename "$(dirname "$f")").txt"; done
+  done
+  echo "$clips clips of the lesson's turns (3-8 s), each decoded alone:"
+  python3 bench/wer.py "$C/refs.tsv" "$C/hyp-0" "$C/hyp-10" | awk -v a="$(cat "$C/time-0.txt")" \
+    -v b="$(cat "$C/time-10.txt")" '/^WER/ {printf "  full 30-s window:     %5.0f s   WER %s\n  shrunk (own + 3 s):   %5.0f s   WER %s\n", a, $3, b, $4}'
 fi
