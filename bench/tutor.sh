@@ -56,8 +56,8 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 ratio() { awk "BEGIN{ if ($2 > 0) printf \"%.2f\", $1 / $2; else print \"n/a\" }"; }
 
 # The turn: the German sample twice (4.1 s each), as a phone-style M4A (22.05 kHz mono AAC 48 kb/s,
-# like Samples/speech-de.m4a), the format the tutor app uploads.
-sox Samples/speech-de-44k-stereo.flac Samples/speech-de-44k-stereo.flac -r 22050 -c 1 "$W/turn.wav"
+# like Samples/speech-de.m4a), the format the tutor app uploads. No dither (-D): the same clip every run.
+sox -D Samples/speech-de-44k-stereo.flac Samples/speech-de-44k-stereo.flac -r 22050 -c 1 "$W/turn.wav"
 ffmpeg -v error -y -i "$W/turn.wav" -codec:a aac -b:a 48k "$W/turn.m4a"
 clip=$(soxi -D "$W/turn.wav")
 CLIENT="python3 bench/tutor_clients.py"
@@ -156,7 +156,7 @@ while awk "BEGIN{exit !($total < $LESSON_SECONDS)}"; do
   round=$((k / ${#sentences[@]})) s=$((k % ${#sentences[@]}))
   name=$(printf 't%04d' "$k")
   espeak-ng -v de -s "${speeds[round % 5]}" -w "$L/raw.wav" "${sentences[s]}"
-  sox "$L/raw.wav" -r 22050 -c 1 -b 16 "$L/turns/$name.wav" pad 0 "${pauses[k % 5]}"
+  sox -D "$L/raw.wav" -r 22050 -c 1 -b 16 "$L/turns/$name.wav" pad 0 "${pauses[k % 5]}"
   printf '%s ' "${sentences[s]}" >> "$L/ref.txt"
   total=$(awk "BEGIN{print $total + $(soxi -D "$L/turns/$name.wav")}")
   k=$((k + 1))
