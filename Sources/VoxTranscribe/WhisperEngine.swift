@@ -204,6 +204,7 @@ final class WhisperEngine: @unchecked Sendable {
             guard
                 let reason = Self.rejection(
                     attempt.segments, seconds: Double(samples.count) / 16000, frames: Int(frames), options: options)
+                    ?? Self.unheard(attempt.segments, samples: samples)
             else {
                 return finish(attempt, samples: samples, options: options, encoder: .shrunk(frames: Int(frames)))
             }
@@ -244,6 +245,33 @@ final class WhisperEngine: @unchecked Sendable {
                 if entropy < options.compressionRatioThreshold { return "repeats itself (entropy \(entropy))" }
             }
             return implausible(segments.map(\.text), seconds: seconds)
+        }
+
+        /// Where a decode left sound without words, or nil: a stretch of at least a second, after
+        /// the last word's alignment (its DTW time and half a second for the word itself), before
+        /// the first or between two, at least half as loud (RMS) as the whole chunk. In a shrunk
+        /// context Whisper can end its one segment at the chunk's end having heard only part of
+        /// it: the 8.2-s turn of `bench/tutor.sh` (one sentence said twice) came back in 12 s as
+        /// the first saying alone, its words aligned up to 3.9 s, the segment to 8.08 s. Nil
+        /// without alignments (no word timestamps).
+        static func unheard(_ segments: [Segment], samples: [Float]) -> String? {
+            let times = segments.flatMap(\.tokens).compactMap(\.aligned).sorted()
+            guard let first = times.first, let last = times.last, !samples.isEmpty else { return nil }
+            func rms(_ from: Double, _ to: Double) -> Double {
+                let a = max(0, min(samples.count, Int(from * 16000)))
+                let b = max(a, min(samples.count, Int(to * 16000)))
+                guard b > a else { return 0 }
+                return (samples[a..<b].reduce(0) { $0 + Double($1) * Double($1) } / Double(b - a)).squareRoot()
+            }
+            let whole = rms(0, Double(samples.count) / 16000)
+            let word = 0.5
+            var stretches = [(0.0, first - 0.1)]
+            for (a, b) in zip(times, times.dropFirst()) { stretches.append((a + word, b - 0.1)) }
+            stretches.append((last + word, Double(samples.count) / 16000))
+            for (from, to) in stretches where to - from >= 1 && rms(from, to) >= whole / 2 {
+                return String(format: "sound without words from %.1f to %.1f s", from, to)
+            }
+            return nil
         }
 
         /// Why text is not to be believed of `seconds` of speech, or nil: more words than anyone

@@ -95,8 +95,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
             help:
                 "Chunks up to this long are encoded in a context of their own length plus encoderMargin instead of "
                 + "Whisper's full 30-s window (about 3x less CPU on 3-7 s turns, but words can change: see the "
-                + "README); one that then repeats itself, is unsure (logprobThreshold) or ends without a timestamp "
-                + "is decoded again in the full window. 0: off."
+                + "README); one that then repeats itself, is unsure (logprobThreshold), ends without a timestamp "
+                + "or leaves a loud second without words is decoded again in the full window. 0: off."
         ),
         OptionSpec(
             "encoderMargin", .number(1...10), default: 3,

@@ -382,6 +382,42 @@ import VoxTesting
         #expect(WhisperEngine.Decoder.shrunkContext(samples: 16000 * 5, options: options) == nil)
     }
 
+    @Test func aShrunkDecodeThatLeavesLoudSoundWithoutWordsIsRejected() {
+        // 8 s: a loud first half (0-4 s), then the second half loud or silent.
+        var state: UInt64 = 7
+        func loud(_ seconds: Double) -> [Float] {
+            (0..<Int(seconds * 16000)).map { _ in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return Float(Int64(bitPattern: state >> 11) % 1000) / 4000
+            }
+        }
+        let twice = loud(4) + loud(4)
+        let once = loud(4) + [Float](repeating: 0, count: 4 * 16000)
+        func heard(until last: Double) -> [WhisperEngine.Segment] {
+            let tokens = stride(from: 0.3, through: last, by: 0.4).map {
+                WhisperEngine.Token(bytes: Array(" w".utf8), start: 0, end: 8, probability: 0.9, aligned: $0)
+            }
+            return [
+                WhisperEngine.Segment(
+                    start: 0, end: 8.08, text: " words", noSpeechProbability: 0.1, averageLogprob: -0.3, tokens: tokens)
+            ]
+        }
+        // Words aligned up to 3.9 s of 8 s that sound throughout: the last 3.6 s were not heard.
+        #expect(
+            WhisperEngine.Decoder.unheard(heard(until: 3.95), samples: twice) == "sound without words from 4.4 to 8.0 s"
+        )
+        // Silence after the words, words throughout, or no alignments (no word timestamps): nothing unheard.
+        #expect(WhisperEngine.Decoder.unheard(heard(until: 3.95), samples: once) == nil)
+        #expect(WhisperEngine.Decoder.unheard(heard(until: 7.95), samples: twice) == nil)
+        var unaligned = heard(until: 3.95)
+        for k in unaligned[0].tokens.indices { unaligned[0].tokens[k].aligned = nil }
+        #expect(WhisperEngine.Decoder.unheard(unaligned, samples: twice) == nil)
+        // A gap of two words' silence in the middle of loud sound is a gap, not a pause.
+        var gapped = heard(until: 2.35)
+        gapped[0].tokens += heard(until: 7.95)[0].tokens.filter { ($0.aligned ?? 0) > 5 }
+        #expect(WhisperEngine.Decoder.unheard(gapped, samples: twice) == "sound without words from 2.8 to 5.0 s")
+    }
+
     @Test func tokensJoinIntoWordsAcrossSplitCharactersAndKeepPunctuation() {
         func token(_ s: String, _ t0: Double, _ t1: Double) -> WhisperEngine.Token {
             WhisperEngine.Token(bytes: Array(s.utf8), start: t0, end: t1, probability: 0.5)
