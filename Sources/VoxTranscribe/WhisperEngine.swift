@@ -112,6 +112,9 @@ final class WhisperEngine: @unchecked Sendable {
         case full
         case shrunk(frames: Int)
         case fellBack(frames: Int, reason: String)
+        /// Heard in a shrunk context up to `at` seconds, where sound went on without words; the
+        /// rest decoded from there as a chunk of its own.
+        case continued(frames: Int, at: Double)
     }
 
     /// One decoded span of text with its tokens.
@@ -128,6 +131,19 @@ final class WhisperEngine: @unchecked Sendable {
         /// Whether the segment's last token is a timestamp (a decode that ends without one ran out
         /// of tokens or was cut off).
         var endsWithTimestamp = true
+
+        /// The segment `seconds` later (its tokens' times and alignments too).
+        func shifted(by seconds: Double) -> Segment {
+            var copy = self
+            copy.start += seconds
+            copy.end += seconds
+            for k in copy.tokens.indices {
+                copy.tokens[k].start += seconds
+                copy.tokens[k].end += seconds
+                copy.tokens[k].aligned = copy.tokens[k].aligned.map { $0 + seconds }
+            }
+            return copy
+        }
     }
 
     struct Token: Sendable {
@@ -201,11 +217,28 @@ final class WhisperEngine: @unchecked Sendable {
             let attempt = try run(
                 samples, attemptOptions, frames: frames, prompt: prompt,
                 noContext: !options.conditionOnPreviousText || forgetPreviousText, abort: abort)
-            guard
-                let reason = Self.rejection(
-                    attempt.segments, seconds: Double(samples.count) / 16000, frames: Int(frames), options: options)
-                    ?? Self.unheard(attempt.segments, samples: samples)
-            else {
+            let rejected = Self.rejection(
+                attempt.segments, seconds: Double(samples.count) / 16000, frames: Int(frames), options: options)
+            if rejected == nil, let cut = Self.continuation(attempt.segments, samples: samples) {
+                // Sure of what it heard, which ends before the sound does: its words are kept up to
+                // the quietest moment after them, and the rest is decoded from there (prompted
+                // with them), as Whisper goes on from a window's last timestamp.
+                var head = attempt
+                for k in head.segments.indices {
+                    head.segments[k].end = min(head.segments[k].end, cut)
+                    for t in head.segments[k].tokens.indices {
+                        head.segments[k].tokens[t].start = min(head.segments[k].tokens[t].start, cut)
+                        head.segments[k].tokens[t].end = min(head.segments[k].tokens[t].end, cut)
+                    }
+                }
+                let kept = finish(head, samples: samples, options: options, encoder: .shrunk(frames: Int(frames)))
+                options.language = options.language ?? attempt.language
+                let rest = try decode(Array(samples[Int(cut * 16000)...]), options: options, abort: abort)
+                return Decoded(
+                    segments: kept.segments + rest.segments.map { $0.shifted(by: cut) }, language: options.language,
+                    encoder: .continued(frames: Int(frames), at: cut))
+            }
+            guard let reason = rejected ?? Self.unheard(attempt.segments, samples: samples) else {
                 return finish(attempt, samples: samples, options: options, encoder: .shrunk(frames: Int(frames)))
             }
             options.language = options.language ?? attempt.language
@@ -255,8 +288,15 @@ final class WhisperEngine: @unchecked Sendable {
         /// the first saying alone, its words aligned up to 3.9 s, the segment to 8.08 s. Nil
         /// without alignments (no word timestamps).
         static func unheard(_ segments: [Segment], samples: [Float]) -> String? {
+            unheardStretches(segments, samples: samples).first.map {
+                String(format: "sound without words from %.1f to %.1f s", $0.from, $0.to)
+            }
+        }
+
+        /// The stretches `unheard` means, in order.
+        static func unheardStretches(_ segments: [Segment], samples: [Float]) -> [(from: Double, to: Double)] {
             let times = segments.flatMap(\.tokens).compactMap(\.aligned).sorted()
-            guard let first = times.first, let last = times.last, !samples.isEmpty else { return nil }
+            guard let first = times.first, let last = times.last, !samples.isEmpty else { return [] }
             func rms(_ from: Double, _ to: Double) -> Double {
                 let a = max(0, min(samples.count, Int(from * 16000)))
                 let b = max(a, min(samples.count, Int(to * 16000)))
@@ -265,13 +305,34 @@ final class WhisperEngine: @unchecked Sendable {
             }
             let whole = rms(0, Double(samples.count) / 16000)
             let word = 0.5
-            var stretches = [(0.0, first - 0.1)]
+            var stretches = [(from: 0.0, to: first - 0.1)]
             for (a, b) in zip(times, times.dropFirst()) { stretches.append((a + word, b - 0.1)) }
             stretches.append((last + word, Double(samples.count) / 16000))
-            for (from, to) in stretches where to - from >= 1 && rms(from, to) >= whole / 2 {
-                return String(format: "sound without words from %.1f to %.1f s", from, to)
+            return stretches.filter { $0.to - $0.from >= 1 && rms($0.from, $0.to) >= whole / 2 }
+        }
+
+        /// Where to go on decoding a chunk whose words end before its sound does, or nil: when
+        /// the only stretch `unheard` finds is the one after the last word, at least a second of
+        /// words came before it and at least a second of the chunk is left: from 0.1 to 1 s after
+        /// the last word's alignment, the first 20 ms 20 dB under the chunk's mean, or the quietest.
+        static func continuation(_ segments: [Segment], samples: [Float]) -> Double? {
+            let stretches = unheardStretches(segments, samples: samples)
+            let seconds = Double(samples.count) / 16000
+            guard stretches.count == 1, let stretch = stretches.first, stretch.to >= seconds - 0.01,
+                let last = segments.flatMap(\.tokens).compactMap(\.aligned).max(), last >= 1
+            else { return nil }
+            let (low, high) = (Int((last + 0.1) * 50), Int(min(last + 1, seconds - 1) * 50))
+            guard low < high else { return nil }
+            let energy = samples.reduce(0) { $0 + Double($1) * Double($1) } / Double(samples.count) * 320
+            var best: (at: Double, level: Double)?
+            for frame in low..<high {
+                let a = frame * 320
+                let level = samples[a..<min(samples.count, a + 320)].reduce(0) { $0 + Double($1) * Double($1) }
+                // The first 20 ms 20 dB under the chunk's mean: the pause after the words.
+                if level <= energy / 100 { return Double(frame) / 50 }
+                if best.map({ level < $0.level }) ?? true { best = (Double(frame) / 50, level) }
             }
-            return nil
+            return best?.at
         }
 
         /// Why text is not to be believed of `seconds` of speech, or nil: more words than anyone
