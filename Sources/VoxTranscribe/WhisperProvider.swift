@@ -96,7 +96,8 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
                 "Chunks up to this long are encoded in a context of their own length plus encoderMargin instead of "
                 + "Whisper's full 30-s window (about 3x less CPU on 3-7 s turns, but words can change: see the "
                 + "README); one that then repeats itself, is unsure (logprobThreshold), ends without a timestamp "
-                + "or leaves a loud second without words is decoded again in the full window. 0: off."
+                + "or leaves a loud second without words is decoded again in the full window (one heard only up to "
+                + "some point goes on from the pause after its words). 0: off."
         ),
         OptionSpec(
             "encoderMargin", .number(1...10), default: 3,
