@@ -132,6 +132,17 @@ final class WhisperEngine: @unchecked Sendable {
         /// of tokens or was cut off).
         var endsWithTimestamp = true
 
+        /// The segment ending by `seconds` at the latest (its tokens' times too).
+        func clipped(to seconds: Double) -> Segment {
+            var copy = self
+            copy.end = min(copy.end, seconds)
+            for k in copy.tokens.indices {
+                copy.tokens[k].start = min(copy.tokens[k].start, seconds)
+                copy.tokens[k].end = min(copy.tokens[k].end, seconds)
+            }
+            return copy
+        }
+
         /// The segment `seconds` later (its tokens' times and alignments too).
         func shifted(by seconds: Double) -> Segment {
             var copy = self
@@ -190,9 +201,10 @@ final class WhisperEngine: @unchecked Sendable {
         /// Transcribes 16 kHz mono samples; long audio is decoded in Whisper's 30-s windows.
         /// Times are seconds from the start of `samples`. A chunk of up to `shrinkEncoderSeconds`
         /// is first encoded in a context of its own length plus `encoderMargin` (much less encoder
-        /// work on a short turn); when that decode repeats itself, is unsure or ends without a
-        /// timestamp, the chunk is decoded again in the full window, without the rejected text as
-        /// its prompt. Every step depends only on the samples and options, never on timing.
+        /// work on a short turn); when that decode repeats itself, is unsure, ends without a
+        /// timestamp or leaves sound without words, the chunk is decoded again in the full window,
+        /// without the rejected text as its prompt; when only its end went unheard, decoding goes
+        /// on from the pause after its words. Every step depends only on the samples and options, never on timing.
         /// `forgetPreviousText`: not prompted with the text decoded before (it was rejected).
         func decode(
             _ samples: [Float], options: Options, abort: WhisperAbort = WhisperAbort(), forgetPreviousText: Bool = false
@@ -219,18 +231,13 @@ final class WhisperEngine: @unchecked Sendable {
                 noContext: !options.conditionOnPreviousText || forgetPreviousText, abort: abort)
             let rejected = Self.rejection(
                 attempt.segments, seconds: Double(samples.count) / 16000, frames: Int(frames), options: options)
-            if rejected == nil, let cut = Self.continuation(attempt.segments, samples: samples) {
+            let unheard = rejected == nil ? Self.unheard(attempt.segments, samples: samples) : []
+            if let cut = Self.continuation(after: unheard, segments: attempt.segments, samples: samples) {
                 // Sure of what it heard, which ends before the sound does: its words are kept up to
-                // the quietest moment after them, and the rest is decoded from there (prompted
-                // with them), as Whisper goes on from a window's last timestamp.
+                // the pause after them, and the rest is decoded from there (prompted with them),
+                // as Whisper goes on from a window's last timestamp.
                 var head = attempt
-                for k in head.segments.indices {
-                    head.segments[k].end = min(head.segments[k].end, cut)
-                    for t in head.segments[k].tokens.indices {
-                        head.segments[k].tokens[t].start = min(head.segments[k].tokens[t].start, cut)
-                        head.segments[k].tokens[t].end = min(head.segments[k].tokens[t].end, cut)
-                    }
-                }
+                head.segments = head.segments.map { $0.clipped(to: cut) }
                 let kept = finish(head, samples: samples, options: options, encoder: .shrunk(frames: Int(frames)))
                 options.language = options.language ?? attempt.language
                 let rest = try decode(Array(samples[Int(cut * 16000)...]), options: options, abort: abort)
@@ -238,7 +245,7 @@ final class WhisperEngine: @unchecked Sendable {
                     segments: kept.segments + rest.segments.map { $0.shifted(by: cut) }, language: options.language,
                     encoder: .continued(frames: Int(frames), at: cut))
             }
-            guard let reason = rejected ?? Self.unheard(attempt.segments, samples: samples) else {
+            guard let reason = rejected ?? unheard.first?.description else {
                 return finish(attempt, samples: samples, options: options, encoder: .shrunk(frames: Int(frames)))
             }
             options.language = options.language ?? attempt.language
@@ -280,21 +287,21 @@ final class WhisperEngine: @unchecked Sendable {
             return implausible(segments.map(\.text), seconds: seconds)
         }
 
-        /// Where a decode left sound without words, or nil: a stretch of at least a second, after
+        /// Seconds of a chunk with sound and no words.
+        struct Stretch: Equatable, CustomStringConvertible {
+            var from: Double
+            var to: Double
+            var description: String { String(format: "sound without words from %.1f to %.1f s", from, to) }
+        }
+
+        /// Where a decode left sound without words, in order: each stretch of at least a second, after
         /// the last word's alignment (its DTW time and half a second for the word itself), before
         /// the first or between two, at least half as loud (RMS) as the whole chunk. In a shrunk
         /// context Whisper can end its one segment at the chunk's end having heard only part of
         /// it: the 8.2-s turn of `bench/tutor.sh` (one sentence said twice) came back in 12 s as
-        /// the first saying alone, its words aligned up to 3.9 s, the segment to 8.08 s. Nil
+        /// the first saying alone, its words aligned up to 3.9 s, the segment to 8.08 s. None
         /// without alignments (no word timestamps).
-        static func unheard(_ segments: [Segment], samples: [Float]) -> String? {
-            unheardStretches(segments, samples: samples).first.map {
-                String(format: "sound without words from %.1f to %.1f s", $0.from, $0.to)
-            }
-        }
-
-        /// The stretches `unheard` means, in order.
-        static func unheardStretches(_ segments: [Segment], samples: [Float]) -> [(from: Double, to: Double)] {
+        static func unheard(_ segments: [Segment], samples: [Float]) -> [Stretch] {
             let times = segments.flatMap(\.tokens).compactMap(\.aligned).sorted()
             guard let first = times.first, let last = times.last, !samples.isEmpty else { return [] }
             func rms(_ from: Double, _ to: Double) -> Double {
@@ -305,18 +312,17 @@ final class WhisperEngine: @unchecked Sendable {
             }
             let whole = rms(0, Double(samples.count) / 16000)
             let word = 0.5
-            var stretches = [(from: 0.0, to: first - 0.1)]
-            for (a, b) in zip(times, times.dropFirst()) { stretches.append((a + word, b - 0.1)) }
-            stretches.append((last + word, Double(samples.count) / 16000))
+            var stretches = [Stretch(from: 0, to: first - 0.1)]
+            for (a, b) in zip(times, times.dropFirst()) { stretches.append(Stretch(from: a + word, to: b - 0.1)) }
+            stretches.append(Stretch(from: last + word, to: Double(samples.count) / 16000))
             return stretches.filter { $0.to - $0.from >= 1 && rms($0.from, $0.to) >= whole / 2 }
         }
 
         /// Where to go on decoding a chunk whose words end before its sound does, or nil: when
-        /// the only stretch `unheard` finds is the one after the last word, at least a second of
+        /// the only stretch `unheard` found is the one after the last word, at least a second of
         /// words came before it and at least a second of the chunk is left: from 0.1 to 1 s after
         /// the last word's alignment, the first 20 ms 20 dB under the chunk's mean, or the quietest.
-        static func continuation(_ segments: [Segment], samples: [Float]) -> Double? {
-            let stretches = unheardStretches(segments, samples: samples)
+        static func continuation(after stretches: [Stretch], segments: [Segment], samples: [Float]) -> Double? {
             let seconds = Double(samples.count) / 16000
             guard stretches.count == 1, let stretch = stretches.first, stretch.to >= seconds - 0.01,
                 let last = segments.flatMap(\.tokens).compactMap(\.aligned).max(), last >= 1

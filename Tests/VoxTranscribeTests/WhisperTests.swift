@@ -404,28 +404,35 @@ import VoxTesting
         }
         // Words aligned up to 3.9 s of 8 s that sound throughout: the last 3.6 s were not heard.
         #expect(
-            WhisperEngine.Decoder.unheard(heard(until: 3.95), samples: twice) == "sound without words from 4.4 to 8.0 s"
+            WhisperEngine.Decoder.unheard(heard(until: 3.95), samples: twice).map(\.description) == [
+                "sound without words from 4.4 to 8.0 s"
+            ]
         )
         // Silence after the words, words throughout, or no alignments (no word timestamps): nothing unheard.
-        #expect(WhisperEngine.Decoder.unheard(heard(until: 3.95), samples: once) == nil)
-        #expect(WhisperEngine.Decoder.unheard(heard(until: 7.95), samples: twice) == nil)
+        #expect(WhisperEngine.Decoder.unheard(heard(until: 3.95), samples: once).isEmpty)
+        #expect(WhisperEngine.Decoder.unheard(heard(until: 7.95), samples: twice).isEmpty)
         var unaligned = heard(until: 3.95)
         for k in unaligned[0].tokens.indices { unaligned[0].tokens[k].aligned = nil }
-        #expect(WhisperEngine.Decoder.unheard(unaligned, samples: twice) == nil)
+        #expect(WhisperEngine.Decoder.unheard(unaligned, samples: twice).isEmpty)
         // A gap of two words' silence in the middle of loud sound is a gap, not a pause.
         var gapped = heard(until: 2.35)
         gapped[0].tokens += heard(until: 7.95)[0].tokens.filter { ($0.aligned ?? 0) > 5 }
-        #expect(WhisperEngine.Decoder.unheard(gapped, samples: twice) == "sound without words from 2.8 to 5.0 s")
+        #expect(
+            WhisperEngine.Decoder.unheard(gapped, samples: twice).map(\.description) == [
+                "sound without words from 2.8 to 5.0 s"
+            ])
     }
 
     @Test func aDecodeHeardOnlyInPartGoesOnFromThePauseAfterItsWords() {
-        // 8 s of loud sound with a pause of 0.3 s at 4.1 s; words aligned from 0.3 to 3.9 s.
+        // 8 s of loud sound with a pause of 0.3 s at 4.1 s (-38 dB); words aligned from 0.3 to 3.9 s,
         var state: UInt64 = 11
         var samples = (0..<(16000 * 8)).map { _ -> Float in
             state = state &* 6364136223846793005 &+ 1442695040888963407
             return Float(Int64(bitPattern: state >> 11) % 1000) / 4000
         }
-        for k in Int(4.1 * 16000)..<Int(4.4 * 16000) { samples[k] = 0 }
+        for k in Int(4.1 * 16000)..<Int(4.4 * 16000) { samples[k] = 0.003 }
+        // and 20 ms of digital silence at 4.7 s, inside the next sound.
+        for k in Int(4.7 * 16000)..<Int(4.72 * 16000) { samples[k] = 0 }
         func heard(_ times: [Double]) -> [WhisperEngine.Segment] {
             let tokens = times.map {
                 WhisperEngine.Token(bytes: Array(" w".utf8), start: $0, end: 8, probability: 0.9, aligned: $0)
@@ -435,20 +442,26 @@ import VoxTesting
                     start: 0, end: 8.08, text: " words", noSpeechProbability: 0.1, averageLogprob: -0.3, tokens: tokens)
             ]
         }
+        func cut(_ segments: [WhisperEngine.Segment], _ samples: [Float]) -> Double? {
+            WhisperEngine.Decoder.continuation(
+                after: WhisperEngine.Decoder.unheard(segments, samples: samples), segments: segments, samples: samples)
+        }
         let firstHalf = (0..<10).map { 0.3 + Double($0) * 0.4 }  // 0.3 … 3.9 s
         // It goes on at the pause's first 20 ms, not at the quietest moment of the sound after it.
-        #expect(WhisperEngine.Decoder.continuation(heard(firstHalf), samples: samples) == 4.1)
+        #expect(cut(heard(firstHalf), samples) == 4.1)
         // Without a pause: at the quietest 20 ms from 0.1 to 1 s after the last word.
         var noPause = samples
-        for k in Int(4.1 * 16000)..<Int(4.4 * 16000) { noPause[k] = 0.2 }
+        for k in Array(Int(4.1 * 16000)..<Int(4.4 * 16000)) + Array(Int(4.7 * 16000)..<Int(4.72 * 16000)) {
+            noPause[k] = 0.2
+        }
         noPause.replaceSubrange(Int(4.6 * 16000)..<Int(4.62 * 16000), with: [Float](repeating: 0.05, count: 320))
-        #expect(WhisperEngine.Decoder.continuation(heard(firstHalf), samples: noPause) == 4.6)
+        #expect(cut(heard(firstHalf), noPause) == 4.6)
         // Words throughout, a gap between words, words in the first second only: no going on.
         #expect(
-            WhisperEngine.Decoder.continuation(heard(firstHalf + [4.6, 5.4, 6.2, 7.0, 7.8]), samples: samples) == nil)
+            cut(heard(firstHalf + [4.6, 5.4, 6.2, 7.0, 7.8]), samples) == nil)
         #expect(
-            WhisperEngine.Decoder.continuation(heard([0.3, 0.7, 1.1, 1.5, 5.5, 6.0, 6.5]), samples: samples) == nil)
-        #expect(WhisperEngine.Decoder.continuation(heard([0.3, 0.6]), samples: samples) == nil)
+            cut(heard([0.3, 0.7, 1.1, 1.5, 5.5, 6.0, 6.5]), samples) == nil)
+        #expect(cut(heard([0.3, 0.6]), samples) == nil)
         // The rest's segments move to where it starts in the chunk, token times and alignments too.
         let moved = heard([0.44, 1.28])[0].shifted(by: 4.1)
         #expect(moved.start == 4.1 && moved.end == 4.1 + 8.08)
