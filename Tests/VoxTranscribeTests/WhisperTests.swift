@@ -238,6 +238,14 @@ import VoxTesting
         // futex through syscall(2), which upstream ggml never does.
         let cpuCode = try #require(WhisperRuntime.libraryFiles.first { $0.lastPathComponent.hasPrefix("libggml-cpu") })
         #expect(try Data(contentsOf: cpuCode).range(of: Data("syscall\0".utf8)) != nil, "\(cpuCode.path)")
+        // make setup recorded every patch it applied, the row-wise beam kernel among them
+        // (scripts/patches/ggml-tinyblas-rows.py; that it changes no result, the goldens show).
+        let record = try String(
+            contentsOf: cpuCode.deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
+        for patch in ["abort-patch", "barrier-patch", "encoder-fa-patch", "tinyblas-rows-patch"] {
+            #expect(record.contains(patch), "\(record)")
+        }
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
         try WhisperRuntime.checkCPU()
         let old: Set<String> = ["pni", "ssse3", "sse4_2", "avx", "f16c", "bmi2"]
