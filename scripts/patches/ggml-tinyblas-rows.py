@@ -55,19 +55,12 @@ patch.replace_once(
 )
 
 # mnpack sends such products to the row-wise pass; the rows left over (fewer than 4) go on as before.
+head = "    void mnpack(int64_t m0, int64_t m, int64_t n0, int64_t n) {\n        int64_t mc, nc, mp, np;\n"
+tail = "        switch ((MIN(m - m0, 4) << 4) | MIN(n - n0, 4)) {\n#if VECTOR_REGISTERS == 32\n"
 patch.replace_once(
-    "    void mnpack(int64_t m0, int64_t m, int64_t n0, int64_t n) {\n"
-    "        int64_t mc, nc, mp, np;\n"
-    "        switch ((MIN(m - m0, 4) << 4) | MIN(n - n0, 4)) {\n"
-    "#if VECTOR_REGISTERS == 32\n"
-    "        case 0x44:\n"
-    "            mc = 4;\n"
-    "            nc = 4;\n"
-    "#if defined(__AVX2__) && defined(__F16C__)\n"
-    "            gemm4xN<4>(m0, m, n0, n);\n",
-    "    void mnpack(int64_t m0, int64_t m, int64_t n0, int64_t n) {\n"
-    "        int64_t mc, nc, mp, np;\n"
-    "#if VECTOR_REGISTERS == 16 && defined(__AVX2__) && defined(__F16C__)\n"
+    head + tail,
+    head
+    + "#if VECTOR_REGISTERS == 16 && defined(__AVX2__) && defined(__F16C__)\n"
     "        // voxpipe: a few columns, odd in number: the weights are read once (gemm4xRow).\n"
     "        if (m - m0 >= 4 && n - n0 >= 3 && n - n0 <= 7 && (n - n0) % 2 == 1) {\n"
     "            mp = m0 + (m - m0) / 4 * 4;\n"
@@ -76,12 +69,6 @@ patch.replace_once(
     "            return;\n"
     "        }\n"
     "#endif\n"
-    "        switch ((MIN(m - m0, 4) << 4) | MIN(n - n0, 4)) {\n"
-    "#if VECTOR_REGISTERS == 32\n"
-    "        case 0x44:\n"
-    "            mc = 4;\n"
-    "            nc = 4;\n"
-    "#if defined(__AVX2__) && defined(__F16C__)\n"
-    "            gemm4xN<4>(m0, m, n0, n);\n",
+    + tail,
 )
 patch.save()
