@@ -2,7 +2,7 @@ import Foundation
 import VoxCore
 
 /// Decodes a file libsndfile cannot read (m4a/AAC, webm, …) with `ffmpeg` as a child process,
-/// streaming raw Float32 PCM from its stdout. `ffprobe` gives the format first.
+/// streaming Float32 WAV from its stdout.
 final class FFmpegReader {
     let format: AudioFormat
     let duration: Double?
@@ -47,10 +47,11 @@ final class FFmpegReader {
         return (AudioFormat(sampleRate: rate, channels: channels), fields["duration"].flatMap { Double($0) })
     }
 
+    /// Starts ffmpeg, writing the first audio stream as Float32 WAV to a pipe; the format is
+    /// what ffmpeg's WAV header says it writes. The length comes from the file's MP4 header where
+    /// it has one (M4A: no second process), else from ffprobe, run while ffmpeg starts.
     init(url: URL, ffmpeg: URL, ffprobe: URL) throws {
-        (format, duration) = try Self.probe(url: url, ffprobe: ffprobe)
         path = url.path
-
         stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent(
             "voxpipe-ffmpeg-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
@@ -58,7 +59,7 @@ final class FFmpegReader {
         process = Process()
         process.executableURL = ffmpeg
         process.arguments = [
-            "-nostdin", "-v", "error", "-i", url.path, "-map", "0:a:0", "-f", "f32le", "-acodec", "pcm_f32le", "-",
+            "-nostdin", "-v", "error", "-i", url.path, "-map", "0:a:0", "-f", "wav", "-acodec", "pcm_f32le", "-",
         ]
         process.standardOutput = pipe
         process.standardError = try FileHandle(forWritingTo: stderrURL)
@@ -67,7 +68,25 @@ final class FFmpegReader {
         do {
             try process.run()
         } catch {
+            try? FileManager.default.removeItem(at: stderrURL)
             throw DecodeError(.ffmpegFailed, "cannot start ffmpeg: \(describe(error))")
+        }
+        duration = MP4Header.seconds(url) ?? (try? Self.probe(url: url, ffprobe: ffprobe))?.duration
+        do {
+            format = try WAVStreamHeader.read(from: stdout)
+        } catch {
+            // No header: ffmpeg could not decode the file; its own last line says why.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            let log = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
+            try? stdout.close()
+            try? FileManager.default.removeItem(at: stderrURL)
+            if process.terminationStatus != 0 && process.terminationReason == .exit {
+                let line = ExternalTool.lastLine(
+                    log, path: url.path, fallback: "exit status \(process.terminationStatus)")
+                throw DecodeError(.ffmpegFailed, "ffmpeg: \(line)")
+            }
+            throw error
         }
     }
 
@@ -121,4 +140,47 @@ final class FFmpegReader {
     /// Kills ffmpeg: SIGKILL, as `ExternalTool` does, since a child started from a thread of Swift's
     /// pool inherits its blocked signals and SIGTERM would wait.
     func cancel() { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// The header ffmpeg writes before the samples when it streams WAV to a pipe: RIFF/WAVE, a `fmt `
+/// chunk (channels and rate; the sizes are placeholders, as a pipe cannot be seeked back), maybe
+/// a LIST chunk, then `data`. Read byte by byte up to the samples, so nothing of them is consumed.
+enum WAVStreamHeader {
+    static func read(from handle: FileHandle) throws -> AudioFormat {
+        func bytes(_ count: Int) throws -> [UInt8] {
+            var data = Data()
+            while data.count < count {
+                guard let more = try handle.read(upToCount: count - data.count), !more.isEmpty else {
+                    throw DecodeError(.ffmpegFailed, "ffmpeg wrote no audio")
+                }
+                data.append(more)
+            }
+            return [UInt8](data)
+        }
+        func little(_ b: [UInt8], _ at: Int, _ count: Int) -> Int {
+            (0..<count).reduce(0) { $0 | Int(b[at + $1]) << (8 * $1) }
+        }
+        let riff = try bytes(12)
+        guard riff[0..<4].elementsEqual("RIFF".utf8), riff[8..<12].elementsEqual("WAVE".utf8) else {
+            throw DecodeError(.ffmpegFailed, "ffmpeg wrote no WAV header")
+        }
+        var format: AudioFormat?
+        // A handful of chunks at most precede the samples; each is small.
+        for _ in 0..<16 {
+            let chunk = try bytes(8)
+            let id = String(decoding: chunk[0..<4], as: UTF8.self)
+            let size = little(chunk, 4, 4)
+            if id == "data" {
+                guard let format else { break }
+                return format
+            }
+            guard size <= 1 << 20 else { break }
+            let body = try bytes(size + size % 2)
+            if id == "fmt " {
+                guard size >= 16 else { break }
+                format = AudioFormat(sampleRate: little(body, 4, 4), channels: little(body, 2, 2))
+            }
+        }
+        throw DecodeError(.ffmpegFailed, "ffmpeg wrote a WAV header without a format")
+    }
 }

@@ -75,12 +75,11 @@ struct SndFileOpenError: Error {
 /// A whole audio file read at once with libsndfile, for comparisons (goldens) rather than
 /// streaming: its format and interleaved samples.
 public enum AudioFileContents {
-    /// The file's length in seconds as its header states it (libsndfile opens it and reads no
-    /// audio); nil when libsndfile cannot read the file (M4A goes through ffmpeg) or states none.
+    /// The file's length in seconds as its header states it, reading no audio: libsndfile's
+    /// header, else an MP4/M4A file's boxes (`MP4Header`); nil when neither states one.
     public static func duration(_ url: URL) -> Double? {
-        guard let reader = try? SndFileReader(url: url), reader.frames > 0, reader.format.sampleRate > 0 else {
-            return nil
-        }
+        guard let reader = try? SndFileReader(url: url) else { return MP4Header.seconds(url) }
+        guard reader.frames > 0, reader.format.sampleRate > 0 else { return nil }
         return Double(reader.frames) / Double(reader.format.sampleRate)
     }
 

@@ -91,8 +91,9 @@ import VoxTestSupport
     }
 
     /// ffprobe's answer for a file declaring more frames than 64 bits hold (a fixture in
-    /// Tests/Fixtures/fuzz-regressions/decode/, given by a stand-in ffprobe): the length was
-    /// converted with a trap; now it is unknown, and the file decodes (to nothing, here).
+    /// Tests/Fixtures/fuzz-regressions/decode/, given by a stand-in ffprobe; the file has no MP4
+    /// header to read a length from): the length was converted with a trap; now it is unknown,
+    /// and the file decodes (to nothing, here).
     @Test func aLengthBeyond64BitsFromFFprobeIsUnknownNotACrash() async throws {
         let dir = temporaryDirectory()
         let url = dir.appendingPathComponent("x.m4a")
@@ -100,7 +101,17 @@ import VoxTestSupport
         let ffprobe = dir.appendingPathComponent("ffprobe"), ffmpeg = dir.appendingPathComponent("ffmpeg")
         try Data("#!/bin/sh\ncat '\(fuzzRegression("decode", "ffprobe-duration-beyond-64-bits.txt").path)'\n".utf8)
             .write(to: ffprobe)
-        try Data("#!/bin/sh\nexit 0\n".utf8).write(to: ffmpeg)
+        // ffmpeg stands in with what it writes to a pipe for no samples: the header of a Float32
+        // WAV stream (768 kHz, mono) with placeholder sizes.
+        let header = dir.appendingPathComponent("header.wav")
+        func le(_ value: Int, _ bytes: Int) -> [UInt8] {
+            (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+        }
+        var wav: [UInt8] = Array("RIFF".utf8) + le(-1, 4) + Array("WAVEfmt ".utf8) + le(16, 4)
+        wav += le(3, 2) + le(1, 2) + le(768000, 4) + le(4 * 768000, 4) + le(4, 2) + le(32, 2)
+        wav += Array("data".utf8) + le(-1, 4)
+        try Data(wav).write(to: header)
+        try Data("#!/bin/sh\ncat '\(header.path)'\n".utf8).write(to: ffmpeg)
         for tool in [ffprobe, ffmpeg] {
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tool.path)
         }

@@ -144,4 +144,23 @@ struct ServeFailureTests {
         let metrics = try await server.text("/metrics")
         #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"too_long\"} 1"), "\(metrics)")
     }
+
+    /// The tutor app uploads M4A, which libsndfile cannot open: its length comes from the MP4
+    /// boxes, so it too is refused before it is queued or decoded.
+    @Test func anM4AOverMaxClipIs422FromItsHeaderToo() async throws {
+        let fake = try FakeOpenAIServer(key: "sk-server")
+        let server = try await ServerFixture.start(spec: try spec(fake)) { $0.maxClipSeconds = 2 }
+        let dir = temporaryDirectory()
+        let wav = dir.appendingPathComponent("tone.wav"), m4a = dir.appendingPathComponent("tone.m4a")
+        let tone = (0..<80000).map { Float(0.3 * sin(2 * Double.pi * 440 * Double($0) / 16000)) }
+        try WAVData.pcm16(tone, format: AudioFormat(sampleRate: 16000, channels: 1)).write(to: wav)
+        try runTool("ffmpeg", ["-v", "error", "-y", "-i", wav.path, "-c:a", "aac", "-b:a", "48k", m4a.path])
+        let refused = try await server.post(
+            "\(api)/process-audio", ["audio": try Data(contentsOf: m4a).base64EncodedString(), "mimeType": "audio/m4a"])
+        #expect(refused.status == 422, "\(refused.json)")
+        #expect(
+            refused.json["error"] as? String
+                == "audio: the clip is 5.0 s long, over the 2 s this server takes (--max-clip)")
+        #expect(try fake.log().filter { ($0["path"] as? String) == "/v1/chat/completions" }.isEmpty)
+    }
 }

@@ -188,3 +188,16 @@ public func probedDuration(_ url: URL) throws -> (codec: String, rate: Int, seco
 /// The engines (Whisper models) of this test process: loaded once, shared by every test that
 /// passes them to a `StageHarness` or a runner's context.
 public let testEngines = EngineCache()
+
+/// A small seeded generator, so property tests are repeatable.
+public struct SplitMix: RandomNumberGenerator {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
