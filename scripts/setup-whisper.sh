@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-patch encoder-fa-patch tinyblas-rows-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch"
 
 . "$here/pypi.sh"
 
@@ -51,6 +51,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # The encoder's attention is always fused (flash attention); the decoder's stays as it is, for
   # DTW word times: scripts/patches/whisper-encoder-fa.py.
   python3 "$here/patches/whisper-encoder-fa.py" "$src/src/whisper.cpp"
+  # A decode with language "auto" uses the encoding its detection made of the first window instead
+  # of encoding it again (bit-identical results): scripts/patches/whisper-detect-reuse.py.
+  python3 "$here/patches/whisper-detect-reuse.py" "$src/src/whisper.cpp"
   # A worker waiting for the others sleeps instead of spinning (several threads per decode stay
   # fast when other processes use the cores): scripts/patches/ggml-barrier.py.
   python3 "$here/patches/ggml-barrier.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"

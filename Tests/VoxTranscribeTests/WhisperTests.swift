@@ -238,12 +238,13 @@ import VoxTesting
         // futex through syscall(2), which upstream ggml never does.
         let cpuCode = try #require(WhisperRuntime.libraryFiles.first { $0.lastPathComponent.hasPrefix("libggml-cpu") })
         #expect(try Data(contentsOf: cpuCode).range(of: Data("syscall\0".utf8)) != nil, "\(cpuCode.path)")
-        // make setup recorded every patch it applied, the row-wise beam kernel among them
-        // (scripts/patches/ggml-tinyblas-rows.py; that it changes no result, the goldens show).
+        // make setup recorded every patch it applied, the row-wise beam kernel and the reused
+        // detection encoding among them (scripts/patches/ggml-tinyblas-rows.py and
+        // whisper-detect-reuse.py; that they change no result, the goldens show).
         let record = try String(
             contentsOf: cpuCode.deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
-        for patch in ["abort-patch", "barrier-patch", "encoder-fa-patch", "tinyblas-rows-patch"] {
+        for patch in ["abort-patch", "barrier-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch"] {
             #expect(record.contains(patch), "\(record)")
         }
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
