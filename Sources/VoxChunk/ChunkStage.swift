@@ -24,6 +24,9 @@ public struct ChunkStage: Stage {
         public var seconds: Double
         public var overlap: Double
         public var voice: VoiceDetector.Settings
+        /// whole: the clip is given only when the voice detector hears speech in it (a served turn
+        /// of a spec that cuts voice turns with Silero: silence, music and noise are not decoded).
+        public var speechOnly = false
     }
 
     public static let kind = "chunk"
@@ -124,7 +127,9 @@ public struct ChunkStage: Stage {
 
     /// With Silero, its model must load: exit 69 naming the file when it is missing.
     public func prepare() async throws {
-        guard configuration.mode == .voice, case .silero(let model) = configuration.voice.detector else { return }
+        guard configuration.mode == .voice || configuration.speechOnly,
+            case .silero(let model) = configuration.voice.detector
+        else { return }
         guard FileManager.default.fileExists(atPath: model.path) else {
             throw ChunkError(
                 .modelUnavailable,
@@ -133,9 +138,12 @@ public struct ChunkStage: Stage {
         _ = try SileroVAD(modelFile: model)
     }
 
-    /// A served request is one turn: the whole clip, up to `maxSeconds`, as one chunk.
+    /// A served request is one turn: the whole clip, up to `maxSeconds`, as one chunk; with the
+    /// Silero detector, only when it hears speech in the clip (the tutor app sends every 8-s
+    /// interval, a learner thinking in silence too).
     public static func oneTurn(_ configuration: Configuration, maxSeconds: Double) -> Configuration {
         var turn = configuration
+        if case .silero = configuration.voice.detector, configuration.mode == .voice { turn.speechOnly = true }
         turn.mode = .whole
         turn.seconds = maxSeconds
         turn.overlap = 0
@@ -173,7 +181,10 @@ public struct ChunkStage: Stage {
         case .window: WindowCutter(format: format, seconds: configuration.seconds, overlap: configuration.overlap)
         case .voice: try VoiceCutter(format: format, settings: configuration.voice)
         case .tail: TailCutter(format: format, seconds: configuration.seconds)
-        case .whole: WholeCutter(format: format, seconds: configuration.seconds)
+        case .whole:
+            WholeCutter(
+                format: format, seconds: configuration.seconds,
+                speech: configuration.speechOnly ? try VoiceCutter(format: format, settings: configuration.voice) : nil)
         }
     }
 }
@@ -204,17 +215,21 @@ protocol Cutter: AnyObject {
     func finish() -> [AudioChunk]
 }
 
-/// The whole stream as one chunk, up to `seconds`; more fails the item.
+/// The whole stream as one chunk, up to `seconds`; more fails the item. With a voice cutter
+/// (`speech`), the chunk is given only when it finds a speech segment in the stream.
 final class WholeCutter: Cutter {
     let format: AudioFormat
     private let limit: Int
     private let seconds: Double
     private var samples: [Float] = []
     private var start: Int64?
+    private let speech: VoiceCutter?
+    private var heard = false
 
-    init(format: AudioFormat, seconds: Double) {
+    init(format: AudioFormat, seconds: Double, speech: VoiceCutter? = nil) {
         self.format = format
         self.seconds = seconds
+        self.speech = speech
         limit = max(1, Int((seconds * Double(format.sampleRate)).rounded())) * format.channels
     }
 
@@ -226,12 +241,14 @@ final class WholeCutter: Cutter {
                 "the audio is longer than \(String(format: "%g", seconds)) s, the most mode whole takes as one chunk")
         }
         samples.append(contentsOf: block.samples)
+        if let speech, !heard { heard = try !speech.push(block).isEmpty }
         return []
     }
 
     func finish() -> [AudioChunk] {
+        if let speech, !heard { heard = !speech.finish().isEmpty }
         let frames = samples.count / format.channels
-        guard frames > 0, let start else { return [] }
+        guard frames > 0, let start, speech == nil || heard else { return [] }
         let rate = Double(format.sampleRate)
         return [
             AudioChunk(

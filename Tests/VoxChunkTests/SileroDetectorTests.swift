@@ -48,7 +48,8 @@ struct SileroDetectorTests {
         #expect(chunks.allSatisfy { $0.cut == .voice && $0.format == Self.mono16k })
     }
 
-    @Test func silenceNoiseAndTonesGiveNoChunks() async throws {
+    /// Six seconds each of silence, quiet, loud noise, a tune of notes with overtones, a sweep.
+    static func nonSpeech() -> [(name: String, samples: [Float])] {
         let seconds = 6.0
         let n = Int(seconds * 16000)
         var state: UInt32 = 99
@@ -67,13 +68,48 @@ struct SileroDetectorTests {
             let t = Double(i) / 16000
             return Float(0.5 * sin(2 * .pi * (100 * t + 300 * t * t)))
         }
-        for (name, samples) in [
+        return [
             ("silence", [Float](repeating: 0, count: n)), ("quiet", Self.quiet(seconds)), ("noise", noise),
             ("tune", tune), ("sweep", sweep),
-        ] {
+        ]
+    }
+
+    @Test func silenceNoiseAndTonesGiveNoChunks() async throws {
+        for (name, samples) in Self.nonSpeech() {
             let chunks = try await chunk(samples, format: Self.mono16k, options: Self.silero)
             #expect(chunks.isEmpty, "\(name): \(chunks.map { ($0.start, $0.end) })")
         }
+    }
+
+    /// A served turn (mode whole, as `ChunkStage.oneTurn` makes it for serve) of a spec that cuts
+    /// voice turns with Silero: the whole clip, as it came, when Silero hears speech in it; nothing
+    /// for silence, noise or music, so serve answers an empty turn without decoding one. With the
+    /// energy detector every clip is given.
+    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    func aServedTurnIsGivenWholeOnlyWhenSileroHearsSpeechInIt() throws {
+        func served(_ options: [String: JSONValue]) throws -> ChunkStage.Configuration {
+            ChunkStage.oneTurn(
+                try ChunkStage.configure(
+                    StageOptions(
+                        stageID: "turns", path: "stages[2]", baseDirectory: URL(fileURLWithPath: "/"), values: options,
+                        specs: ChunkStage.options)), maxSeconds: 60)
+        }
+        let turn = try served(Self.silero)
+        #expect(turn.mode == .whole && turn.speechOnly)
+        let stage = ChunkStage(id: "turns", configuration: turn, context: StageContext(logger: .init(label: "t")))
+        func cut(_ samples: [Float]) throws -> [AudioChunk] {
+            let cutter = try stage.makeCutter(Self.mono16k)
+            var out: [AudioChunk] = []
+            for block in blocks(samples, format: Self.mono16k, blockFrames: 3000) { out += try cutter.push(block) }
+            return out + cutter.finish()
+        }
+        let spoken = Self.quiet(0.5) + (try Self.line("0890")) + Self.quiet(1.5)
+        let chunks = try cut(spoken)
+        #expect(chunks.count == 1 && chunks.first?.samples == spoken && chunks.first?.cut == .whole)
+        for (name, samples) in Self.nonSpeech() {
+            #expect(try cut(samples).isEmpty, "\(name)")
+        }
+        #expect(try served(["mode": "voice", "maxSeconds": 8]).speechOnly == false)
     }
 
     @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))

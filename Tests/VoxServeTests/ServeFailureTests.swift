@@ -12,20 +12,23 @@ import VoxTestSupport
 struct ServeFailureTests {
     let api = "/api/agora"
 
-    /// A tutor spec whose replies come from `fake` (English whisper tiny, espeak-ng).
-    func spec(_ fake: FakeOpenAIServer) throws -> URL {
+    /// A tutor spec whose replies come from `fake` (English whisper tiny, espeak-ng); with
+    /// `fakeTranscriber`, the fake transcribes too and Silero cuts the turns.
+    func spec(_ fake: FakeOpenAIServer, fakeTranscriber: Bool = false) throws -> URL {
         let dir = temporaryDirectory()
         try Data(fake.key.utf8).write(to: dir.appendingPathComponent("key.txt"))
         let url = dir.appendingPathComponent("tutor.json")
+        let openAI = #""name": "openai", "baseURL": "\#(fake.baseURL)", "apiKeyFile": "key.txt", "maxRetries": 0"#
+        let detector = fakeTranscriber ? #", "detector": "silero""# : ""
+        let asr = fakeTranscriber ? openAI : #""name": "whisper", "model": "tiny.en""#
         try Data(
             """
             {"stages": [
               {"id": "decode", "kind": "decode"},
               {"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},
-              {"id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 8},
-              {"id": "asr", "kind": "transcribe", "provider": {"name": "whisper", "model": "tiny.en"}},
-              {"id": "tutor", "kind": "reply", "provider": {"name": "openai", "baseURL": "\(fake.baseURL)",
-                "apiKeyFile": "key.txt", "maxRetries": 0}},
+              {"id": "turns", "kind": "chunk", "mode": "voice", "maxSeconds": 8\(detector)},
+              {"id": "asr", "kind": "transcribe", "provider": {\(asr)}},
+              {"id": "tutor", "kind": "reply", "provider": {\(openAI)}},
               {"id": "voice", "kind": "synthesize", "provider": {"name": "espeak-ng", "voice": "en"}},
               {"id": "speech", "kind": "write-audio", "format": "mp3"}
             ]}
@@ -143,6 +146,40 @@ struct ServeFailureTests {
         #expect(try fake.log().filter { ($0["path"] as? String) == "/v1/chat/completions" }.isEmpty)
         let metrics = try await server.text("/metrics")
         #expect(metrics.contains("voxpipe_serve_failures_total{reason=\"too_long\"} 1"), "\(metrics)")
+    }
+
+    /// The tutor app sends every 8-s interval, the learner thinking in silence too. With the spec's
+    /// turns cut by Silero, a clip in which it hears no speech (noise, a tune) is an empty turn
+    /// answered at once: the transcriber is never asked (here the fake, which hears "Guten Morgen
+    /// Lehrer" in anything). A spoken clip is transcribed whole.
+    @Test func aClipSileroHearsNoSpeechInIsNeverTranscribed() async throws {
+        let fake = try FakeOpenAIServer(key: "sk-server")
+        let dir = temporaryDirectory()
+        let server = try await ServerFixture.start(spec: try spec(fake, fakeTranscriber: true))
+        var state: UInt32 = 5
+        let noise = (0..<96000).map { _ -> Float in
+            state = state &* 1_664_525 &+ 1_013_904_223
+            return Float(Int32(bitPattern: state)) / Float(Int32.max) * 0.3
+        }
+        let tune = (0..<96000).map { i -> Float in
+            let t = Double(i) / 16000
+            let f = [262.0, 330, 392, 523][Int(t / 0.5) % 4]
+            return Float(0.3 * sin(2 * .pi * f * t) + 0.1 * sin(4 * .pi * f * t))
+        }
+        let mono16k = AudioFormat(sampleRate: 16000, channels: 1)
+        for (name, samples) in [("noise", noise), ("tune", tune)] {
+            let answer = try await server.post(
+                "\(api)/process-audio", ["audio": WAVData.pcm16(samples, format: mono16k).base64EncodedString()])
+            #expect(answer.status == 200, "\(name): \(answer.json)")
+            #expect(answer.json["transcription"] as? String == "", "\(name): \(answer.json)")
+        }
+        let transcriptions = { try fake.log().filter { ($0["path"] as? String) == "/v1/audio/transcriptions" }.count }
+        #expect(try transcriptions() == 0)
+        let speech = try espeak("Guten Morgen, wie geht es dir heute?", voice: "de", into: dir)
+        let spoken = try await server.post(
+            "\(api)/process-audio", ["audio": try Data(contentsOf: speech).base64EncodedString()])
+        #expect(spoken.json["transcription"] as? String == "Guten Morgen Lehrer", "\(spoken.json)")
+        #expect(try transcriptions() == 1)
     }
 
     /// The tutor app uploads M4A, which libsndfile cannot open: its length comes from the MP4
