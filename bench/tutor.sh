@@ -3,7 +3,7 @@
 #  1. One ~8-s German turn through `voxpipe serve Pipelines/lesson-tutor.json` (POST
 #     /api/agora/process-audio, the clip as the tutor app sends it: M4A, base64, mimeType
 #     audio/m4a; whisper + rules + espeak-ng + mp3): p50/p99 over BENCH_TUTOR_TURNS turns, idle and
-#     beside two CPU hogs (`yes > /dev/null` twice).
+#     beside two CPU hogs (`yes > /dev/null` twice); then 6 s of noise and of a tune (no speech).
 #  2. Serve under 16 clients (each its own channel, as devices are) for BENCH_TUTOR_SECONDS s, with
 #     --queue BENCH_TUTOR_QUEUE so that 16 clients overflow it: 200/503/504 counts, p50/p99 of the
 #     200s, time to a 503, the server's RSS before, at peak and after.
@@ -79,6 +79,18 @@ echo "idle:             p50 ${i50} ms   p99 ${i99} ms   ($iok of $TURNS answered
 echo "two CPU hogs:     p50 ${b50} ms   p99 ${b99} ms   ($bok of $TURNS answered 200)"
 echo "hogs / idle:      p50 $(ratio "$b50" "$i50")x   p99 $(ratio "$b99" "$i99")x   (target ≤ 3x)"
 echo "first answer: $(tail -1 "$W/turns-idle.txt")"
+# No speech: 6 s of pink noise and of a tune (as M4A): Silero hears none, so no decoding (issue 23).
+sox -D -n -r 22050 -c 1 "$W/noise.wav" synth 6 pinknoise vol 0.3
+sox -D -n -r 22050 -c 1 "$W/tune.wav" synth 0.5 sine 262 : synth 0.5 sine 330 : synth 0.5 sine 392 : \
+  synth 0.5 sine 523 : synth 0.5 sine 392 : synth 0.5 sine 330 : synth 0.5 sine 294 : synth 0.5 sine 349 : \
+  synth 0.5 sine 440 : synth 0.5 sine 523 : synth 0.5 sine 440 : synth 0.5 sine 349
+serve
+for kind in noise tune; do
+  ffmpeg -v error -y -i "$W/$kind.wav" -codec:a aac -b:a 48k "$W/$kind.m4a"
+  read -r n50 n99 nok _ <<< "$($CLIENT turns --port "$PORT" --clip "$W/$kind.m4a" -n 5 2> "$W/turns-$kind.txt")"
+  echo "6 s of $kind:      p50 ${n50} ms   p99 ${n99} ms   ($nok of 5 answered 200; $(tail -1 "$W/turns-$kind.txt" | cut -d, -f1); target: no text, no decoding)"
+done
+stop_server
 fi
 
 if part 2; then
