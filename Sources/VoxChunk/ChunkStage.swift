@@ -24,8 +24,9 @@ public struct ChunkStage: Stage {
         public var seconds: Double
         public var overlap: Double
         public var voice: VoiceDetector.Settings
-        /// whole: the clip is given only when the voice detector hears speech in it (a served turn
-        /// of a spec that cuts voice turns with Silero: silence, music and noise are not decoded).
+        /// whole: the clip from where the voice detector hears speech start to where it ends, and
+        /// nothing when it hears none (a served turn of a spec that cuts voice turns with Silero:
+        /// silence, music and noise are not decoded, nor silence around the words).
         public var speechOnly = false
     }
 
@@ -139,8 +140,8 @@ public struct ChunkStage: Stage {
     }
 
     /// A served request is one turn: the whole clip, up to `maxSeconds`, as one chunk; with the
-    /// Silero detector, only when it hears speech in the clip (the tutor app sends every 8-s
-    /// interval, a learner thinking in silence too).
+    /// Silero detector, from the start of the speech it hears to its end, and nothing when it
+    /// hears none (the tutor app sends every 8-s interval, a learner thinking in silence too).
     public static func oneTurn(_ configuration: Configuration, maxSeconds: Double) -> Configuration {
         var turn = configuration
         if case .silero = configuration.voice.detector, configuration.mode == .voice { turn.speechOnly = true }
@@ -216,7 +217,9 @@ protocol Cutter: AnyObject {
 }
 
 /// The whole stream as one chunk, up to `seconds`; more fails the item. With a voice cutter
-/// (`speech`), the chunk is given only when it finds a speech segment in the stream.
+/// (`speech`), the chunk is the stretch from the start of the first speech segment it finds to
+/// the end of the last (padded as mode voice pads them: a clip of one utterance gives the chunk
+/// mode voice gives), and nothing when it finds none.
 final class WholeCutter: Cutter {
     let format: AudioFormat
     private let limit: Int
@@ -224,7 +227,8 @@ final class WholeCutter: Cutter {
     private var samples: [Float] = []
     private var start: Int64?
     private let speech: VoiceCutter?
-    private var heard = false
+    /// Where the speech segments found so far start and end (stream seconds).
+    private var spoken: (start: Double, end: Double)?
 
     init(format: AudioFormat, seconds: Double, speech: VoiceCutter? = nil) {
         self.format = format
@@ -241,19 +245,32 @@ final class WholeCutter: Cutter {
                 "the audio is longer than \(String(format: "%g", seconds)) s, the most mode whole takes as one chunk")
         }
         samples.append(contentsOf: block.samples)
-        if let speech, !heard { heard = try !speech.push(block).isEmpty }
+        if let speech { heard(try speech.push(block)) }
         return []
     }
 
+    private func heard(_ segments: [AudioChunk]) {
+        for segment in segments {
+            spoken = (min(spoken?.start ?? segment.start, segment.start), max(spoken?.end ?? segment.end, segment.end))
+        }
+    }
+
     func finish() -> [AudioChunk] {
-        if let speech, !heard { heard = !speech.finish().isEmpty }
+        if let speech { heard(speech.finish()) }
         let frames = samples.count / format.channels
-        guard frames > 0, let start, speech == nil || heard else { return [] }
+        guard frames > 0, let start, speech == nil || spoken != nil else { return [] }
         let rate = Double(format.sampleRate)
+        var from = 0, to = frames
+        if let spoken {
+            from = min(frames, max(0, Int((spoken.start * rate).rounded()) - Int(start)))
+            to = min(frames, max(from, Int((spoken.end * rate).rounded()) - Int(start)))
+        }
+        guard to > from else { return [] }
         return [
             AudioChunk(
-                format: format, samples: samples, start: Double(start) / rate,
-                end: Double(start + Int64(frames)) / rate, index: 0, cut: .whole)
+                format: format, samples: Array(samples[(from * format.channels)..<(to * format.channels)]),
+                start: Double(start + Int64(from)) / rate, end: Double(start + Int64(to)) / rate, index: 0,
+                cut: .whole)
         ]
     }
 }

@@ -82,11 +82,11 @@ struct SileroDetectorTests {
     }
 
     /// A served turn (mode whole, as `ChunkStage.oneTurn` makes it for serve) of a spec that cuts
-    /// voice turns with Silero: the whole clip, as it came, when Silero hears speech in it; nothing
-    /// for silence, noise or music, so serve answers an empty turn without decoding one. With the
-    /// energy detector every clip is given.
+    /// voice turns with Silero: the clip from where Silero hears speech start to where it ends;
+    /// nothing for silence, noise or music, so serve answers an empty turn without decoding one.
+    /// With the energy detector every clip is given whole.
     @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
-    func aServedTurnIsGivenWholeOnlyWhenSileroHearsSpeechInIt() throws {
+    func aServedTurnIsTheStretchSileroHearsSpeechInAndNothingWithoutSpeech() async throws {
         func served(_ options: [String: JSONValue]) throws -> ChunkStage.Configuration {
             ChunkStage.oneTurn(
                 try ChunkStage.configure(
@@ -103,9 +103,24 @@ struct SileroDetectorTests {
             for block in blocks(samples, format: Self.mono16k, blockFrames: 3000) { out += try cutter.push(block) }
             return out + cutter.finish()
         }
+        // One utterance: the chunk mode voice cuts from it, the quiet around it left out.
         let spoken = Self.quiet(0.5) + (try Self.line("0890")) + Self.quiet(1.5)
         let chunks = try cut(spoken)
-        #expect(chunks.count == 1 && chunks.first?.samples == spoken && chunks.first?.cut == .whole)
+        let voiced = try await chunk(spoken, format: Self.mono16k, options: Self.silero)
+        #expect(voiced.count == 1 && chunks.count == 1 && chunks.first?.cut == .whole)
+        #expect(chunks.first?.samples == voiced.first?.samples && chunks.first?.samples.count ?? 0 < spoken.count)
+        #expect(chunks.first?.start == voiced.first?.start && chunks.first?.end == voiced.first?.end)
+        // Two, with a pause: one chunk from the first's start to the second's end, the pause kept.
+        let two =
+            Self.quiet(1) + (try Self.line("0880")) + Self.quiet(2, seed: 8) + (try Self.line("0930"))
+            + Self.quiet(1, seed: 9)
+        let both = try cut(two), parts = try await chunk(two, format: Self.mono16k, options: Self.silero)
+        #expect(parts.count == 2 && both.count == 1)
+        if let first = parts.first, let last = parts.last, let whole = both.first {
+            #expect(whole.start == first.start && whole.end == last.end)
+            let from = Int((first.start * 16000).rounded())
+            #expect(whole.samples == Array(two[from..<(from + whole.samples.count)]))
+        }
         for (name, samples) in Self.nonSpeech() {
             #expect(try cut(samples).isEmpty, "\(name)")
         }
