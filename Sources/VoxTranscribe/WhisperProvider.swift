@@ -250,10 +250,19 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
     /// `transcriptsDoNotDependOnThreadsJobsOrLoad` holds it to that). Several threads no longer
     /// collapse on a busy machine: the runtime's workers sleep at a barrier instead of spinning
     /// (scripts/patches/ggml-barrier.py; before it, two threads ran up to 10x slower than one).
-    func takeCores() async -> (threads: Int, permits: Int)? {
+    ///
+    /// Cores other processes keep busy right now (their runnable threads, as the kernel counts
+    /// them: `MachineLoad`) are left to them as well: on a loaded machine a decode's threads wait
+    /// for each other at every step of the graph, and one thread did better than two (the 8.2-s
+    /// tutor turn beside two CPU hogs on 2 cores: 2.48 s on two threads, 2.12 s on one; idle,
+    /// 0.92 s on two, 1.37 s on one). Only the speed depends on it, never a transcript.
+    func takeCores(
+        runnableElsewhere: () -> Int? = MachineLoad.runnableElsewhere
+    ) async -> (threads: Int, permits: Int)? {
         guard await slots.acquire() else { return nil }
         if settings.threads > 0 { return (settings.threads, 1) }
-        let extra = await slots.takeFree(upTo: slots.permits - 1)
+        let idle = slots.permits - min(slots.permits - 1, runnableElsewhere() ?? 0)
+        let extra = await slots.takeFree(upTo: idle - 1)
         return (1 + extra, 1 + extra)
     }
 

@@ -310,9 +310,18 @@ import VoxTesting
                         specs: WhisperProvider.options)))
         }
         let all = ProcessInfo.processInfo.activeProcessorCount
-        let auto = try #require(await try provider([:]).takeCores())
+        let auto = try #require(await try provider([:]).takeCores(runnableElsewhere: { 0 }))
         #expect(auto.threads == all && auto.permits == all)
-        let three = try #require(await try provider(["threads": 3]).takeCores())
+        let unknown = try #require(await try provider([:]).takeCores(runnableElsewhere: { nil }))
+        #expect(unknown.threads == all)
+        // Cores other processes keep busy right now are left to them; at least one is taken.
+        let loaded = try #require(await try provider([:]).takeCores(runnableElsewhere: { all + 3 }))
+        #expect(loaded.threads == 1 && loaded.permits == 1)
+        if all > 1 {
+            let one = try #require(await try provider([:]).takeCores(runnableElsewhere: { 1 }))
+            #expect(one.threads == all - 1 && one.permits == all - 1)
+        }
+        let three = try #require(await try provider(["threads": 3]).takeCores(runnableElsewhere: { all }))
         #expect(three.threads == 3 && three.permits == 1)
     }
 
