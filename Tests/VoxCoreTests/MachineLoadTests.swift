@@ -14,6 +14,8 @@ import Testing
         #expect(MachineLoad.state(stat: "1234 (voxpipe) R 1 1234 1234 0 -1") == "R")
         #expect(MachineLoad.state(stat: "77 (a (b) c) S 2 0 0") == "S")
         #expect(MachineLoad.state(stat: "no parenthesis") == nil)
+        #expect(MachineLoad.parent(stat: "1234 (espeak-ng) R 4321 1234 1234 0 -1") == "4321")
+        #expect(MachineLoad.parent(stat: "1234 (x)") == nil)
         // This machine's: readable, never negative.
         #expect((MachineLoad.runnableElsewhere() ?? -1) >= 0)
     }
