@@ -13,6 +13,9 @@ public enum MachineLoad {
             let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
         else { return nil }
         let own = tasks.count { task in state(stat: read("/proc/self/task/\(task)/stat")) == "R" }
+        let besides = running - max(1, own)
+        // Nothing else runnable (the usual case): no need to look through every process for children.
+        guard besides > 0 else { return 0 }
         let me = String(getpid())
         let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         let children = processes.count { name in
@@ -20,7 +23,7 @@ public enum MachineLoad {
             let stat = read("/proc/\(name)/stat")
             return state(stat: stat) == "R" && parent(stat: stat) == me
         }
-        return max(0, running - max(1, own) - children)
+        return max(0, besides - children)
     }
 
     private static func read(_ path: String) -> String {

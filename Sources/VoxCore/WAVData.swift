@@ -27,31 +27,75 @@ public enum WAVData {
     /// Reads a 16-bit PCM WAV; nil when it is not one.
     public static func decodePCM16(_ data: Data) -> (format: AudioFormat, samples: [Float])? {
         let bytes = [UInt8](data)
-        func u32(_ i: Int) -> Int {
-            Int(bytes[i]) | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2]) << 16 | Int(bytes[i + 3]) << 24
-        }
-        func u16(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 }
-        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WAVE".utf8)
+        guard let (header, offset) = header(of: bytes), header.formatTag == 1 || header.formatTag == 0xFFFE,
+            header.bits == 16,
+            header.format.channels > 0, header.format.sampleRate > 0
         else { return nil }
-        var offset = 12
-        var format: AudioFormat?
-        while offset + 8 <= bytes.count {
-            let id = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
-            var size = u32(offset + 4)
-            let body = offset + 8
-            if id == "fmt ", body + 16 <= bytes.count {
-                guard u16(body) == 1 || u16(body) == 0xFFFE, u16(body + 14) == 16, u16(body + 2) > 0, u32(body + 4) > 0
-                else { return nil }
-                format = AudioFormat(sampleRate: u32(body + 4), channels: u16(body + 2))
-            } else if id == "data", let format {
-                // Streamed WAVs may say 0 or 0xFFFFFFFF: take what is there.
-                if size == 0 || body + size > bytes.count { size = bytes.count - body }
-                let count = size / 2
-                var samples = [Float](repeating: 0, count: count)
-                for i in 0..<count { samples[i] = Float(Int16(bitPattern: UInt16(u16(body + 2 * i)))) / 32768 }
-                return (format, samples)
+        // Streamed WAVs may say 0 or 0xFFFFFFFF: take what is there.
+        var size = header.dataBytes
+        if size == 0 || offset + size > bytes.count { size = bytes.count - offset }
+        let count = size / 2
+        var samples = [Float](repeating: 0, count: count)
+        for i in 0..<count {
+            samples[i] =
+                Float(Int16(bitPattern: UInt16(bytes[offset + 2 * i]) | UInt16(bytes[offset + 2 * i + 1]) << 8))
+                / 32768
+        }
+        return (header.format, samples)
+    }
+
+    /// A RIFF/WAVE header: its `fmt ` chunk's fields and the size its `data` chunk declares (0 or
+    /// 0xFFFFFFFF from a program writing to a pipe, which cannot seek back to fill it in).
+    public struct Header: Sendable, Equatable {
+        public var format: AudioFormat
+        public var formatTag: Int
+        public var bits: Int
+        public var dataBytes: Int
+
+        public init(format: AudioFormat, formatTag: Int, bits: Int, dataBytes: Int) {
+            self.format = format
+            self.formatTag = formatTag
+            self.bits = bits
+            self.dataBytes = dataBytes
+        }
+    }
+
+    /// The header of a WAV held in memory, and where its samples start.
+    public static func header(of bytes: [UInt8]) -> (header: Header, samplesAt: Int)? {
+        var offset = 0
+        let header = Self.header { count in
+            guard offset + count <= bytes.count else { return nil }
+            defer { offset += count }
+            return Array(bytes[offset..<offset + count])
+        }
+        return header.map { ($0, offset) }
+    }
+
+    /// Reads a WAV header through `read` (exactly `count` bytes, or nil at the end), chunk by
+    /// chunk up to the first sample and no further, so it serves files and pipes alike; nil
+    /// when the bytes are not RIFF/WAVE, or no `fmt ` chunk comes before `data`.
+    public static func header(_ read: (_ count: Int) throws -> [UInt8]?) rethrows -> Header? {
+        func little(_ b: [UInt8], _ at: Int, _ count: Int) -> Int {
+            (0..<count).reduce(0) { $0 | Int(b[at + $1]) << (8 * $1) }
+        }
+        guard let riff = try read(12), riff[0..<4].elementsEqual("RIFF".utf8), riff[8..<12].elementsEqual("WAVE".utf8)
+        else { return nil }
+        var fmt: [UInt8]?
+        while let chunk = try read(8) {
+            let id = String(decoding: chunk[0..<4], as: UTF8.self)
+            let size = little(chunk, 4, 4)
+            if id == "data" {
+                guard let fmt else { return nil }
+                return Header(
+                    format: AudioFormat(sampleRate: little(fmt, 4, 4), channels: little(fmt, 2, 2)),
+                    formatTag: little(fmt, 0, 2), bits: little(fmt, 14, 2), dataBytes: size)
             }
-            offset = body + size + (size & 1)
+            // Chunks before the samples (fmt, LIST, fact) are small; a huge one is no header.
+            guard size <= 1 << 24, let body = try read(size + size % 2) else { return nil }
+            if id == "fmt " {
+                guard size >= 16 else { return nil }
+                fmt = body
+            }
         }
         return nil
     }

@@ -142,45 +142,22 @@ final class FFmpegReader {
     func cancel() { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
-/// The header ffmpeg writes before the samples when it streams WAV to a pipe: RIFF/WAVE, a `fmt `
-/// chunk (channels and rate; the sizes are placeholders, as a pipe cannot be seeked back), maybe
-/// a LIST chunk, then `data`. Read byte by byte up to the samples, so nothing of them is consumed.
+/// The header ffmpeg writes before the samples when it streams WAV to a pipe (`WAVData.header`,
+/// read up to the samples so that none of them is consumed): the format of what follows.
 enum WAVStreamHeader {
     static func read(from handle: FileHandle) throws -> AudioFormat {
-        func bytes(_ count: Int) throws -> [UInt8] {
+        let header = try WAVData.header { count in
             var data = Data()
             while data.count < count {
-                guard let more = try handle.read(upToCount: count - data.count), !more.isEmpty else {
-                    throw DecodeError(.ffmpegFailed, "ffmpeg wrote no audio")
-                }
+                guard let more = try handle.read(upToCount: count - data.count), !more.isEmpty else { return nil }
                 data.append(more)
             }
             return [UInt8](data)
         }
-        func little(_ b: [UInt8], _ at: Int, _ count: Int) -> Int {
-            (0..<count).reduce(0) { $0 | Int(b[at + $1]) << (8 * $1) }
+        guard let header else { throw DecodeError(.ffmpegFailed, "ffmpeg wrote no WAV header") }
+        guard header.bits == 32 else {
+            throw DecodeError(.ffmpegFailed, "ffmpeg wrote \(header.bits)-bit samples, not 32-bit float")
         }
-        let riff = try bytes(12)
-        guard riff[0..<4].elementsEqual("RIFF".utf8), riff[8..<12].elementsEqual("WAVE".utf8) else {
-            throw DecodeError(.ffmpegFailed, "ffmpeg wrote no WAV header")
-        }
-        var format: AudioFormat?
-        // A handful of chunks at most precede the samples; each is small.
-        for _ in 0..<16 {
-            let chunk = try bytes(8)
-            let id = String(decoding: chunk[0..<4], as: UTF8.self)
-            let size = little(chunk, 4, 4)
-            if id == "data" {
-                guard let format else { break }
-                return format
-            }
-            guard size <= 1 << 20 else { break }
-            let body = try bytes(size + size % 2)
-            if id == "fmt " {
-                guard size >= 16 else { break }
-                format = AudioFormat(sampleRate: little(body, 4, 4), channels: little(body, 2, 2))
-            }
-        }
-        throw DecodeError(.ffmpegFailed, "ffmpeg wrote a WAV header without a format")
+        return header.format
     }
 }

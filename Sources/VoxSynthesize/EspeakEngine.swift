@@ -79,30 +79,14 @@ final class EspeakEngine: Sendable {
     /// so the data runs to the end); nil when it is not that at `rate`.
     static func pcm16(_ wav: Data, rate: Int) -> [Int16]? {
         let bytes = [UInt8](wav)
-        func u32(_ at: Int) -> Int {
-            Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
+        guard let (header, offset) = WAVData.header(of: bytes),
+            header.format == AudioFormat(sampleRate: rate, channels: 1), header.bits == 16
+        else {
+            return nil
         }
-        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
-        guard bytes.count >= 12, bytes[0..<4] == [0x52, 0x49, 0x46, 0x46], bytes[8..<12] == [0x57, 0x41, 0x56, 0x45]
-        else { return nil }
-        var at = 12
-        var format: (channels: Int, rate: Int, bits: Int)?
-        while at + 8 <= bytes.count {
-            let id = String(decoding: bytes[at..<at + 4], as: UTF8.self)
-            let size = u32(at + 4)
-            let body = at + 8
-            if id == "fmt ", body + 16 <= bytes.count {
-                format = (u16(body + 2), u32(body + 4), u16(body + 14))
-            } else if id == "data" {
-                guard let format, format.channels == 1, format.rate == rate, format.bits == 16 else { return nil }
-                let count = (bytes.count - body) / 2
-                return (0..<count).map {
-                    Int16(bitPattern: UInt16(bytes[body + 2 * $0]) | UInt16(bytes[body + 2 * $0 + 1]) << 8)
-                }
-            }
-            at = body + size + (size & 1)
+        return (0..<(bytes.count - offset) / 2).map {
+            Int16(bitPattern: UInt16(bytes[offset + 2 * $0]) | UInt16(bytes[offset + 2 * $0 + 1]) << 8)
         }
-        return nil
     }
 
     /// IPA for `text` in espeak-ng's voice `voice`, clause by clause, each with the source text

@@ -140,4 +140,28 @@ import VoxCore
     func decodePCM16RejectsWhatIsNotA16BitPCMWAV(_ bad: Bad) {
         #expect(WAVData.decodePCM16(bad.data) == nil)
     }
+
+    /// The header as a program streams it to a pipe (ffmpeg: extensible Float32, a LIST chunk,
+    /// placeholder sizes), read chunk by chunk up to the first sample and not beyond it.
+    @Test func aStreamedHeaderIsReadUpToItsFirstSample() {
+        var bytes = Self.header(
+            riffSize: 0xFFFF_FFFF, format: 0xFFFE, channels: 1, rate: 22050, byteRate: 88200, blockAlign: 4, bits: 32,
+            dataSize: 0xFFFF_FFFF)
+        let list = Array("LIST".utf8) + [5, 0, 0, 0] + Array("INFOx".utf8) + [0]
+        bytes.insert(contentsOf: list, at: 36)
+        let samples: [UInt8] = [1, 2, 3, 4]
+        let parsed = WAVData.header(of: bytes + samples)
+        #expect(
+            parsed?.header
+                == WAVData.Header(
+                    format: AudioFormat(sampleRate: 22050, channels: 1), formatTag: 0xFFFE, bits: 32,
+                    dataBytes: 0xFFFF_FFFF))
+        #expect(parsed?.samplesAt == bytes.count)
+        // No fmt before data, not RIFF, a chunk too large to be a header, cut short: nil.
+        let noFormat = Array(bytes[0..<12]) + Array("data".utf8) + [0, 0, 0, 0]
+        let huge = Array(bytes[0..<12]) + Array("junk".utf8) + [0, 0, 0, 0x7F]
+        for broken in [noFormat, Array("RIFX".utf8) + bytes.dropFirst(4), huge, Array(bytes.prefix(30))] {
+            #expect(WAVData.header(of: broken) == nil)
+        }
+    }
 }
