@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         // `voxpipe serve` (VoxServe): the tutor REST API.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        // Serve's shutdown: SIGTERM/SIGINT, a grace period, then cancellation.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // Serve watches a request's connection, to stop a turn whose client has gone.
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         // Serve refuses a request it cannot admit on the connection's event loop, from its head in
@@ -93,6 +95,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]),
         .executableTarget(
             name: "voxpipe",

@@ -11,12 +11,12 @@ import Synchronization
 /// an audio body, even a silent one) get a run of `*` as long as the key, so a container's sizes
 /// and offsets still hold.
 ///
-/// Thread-safe. Registered keys stay for the registry's life (a serve process keeps every client
-/// key it has seen, a few dozen bytes each).
+/// Thread-safe. Registered keys stay until they are unregistered as often as they were registered
+/// (serve forgets a client's key with the request or session that brought it).
 public final class Secrets: Sendable {
     /// The keys, and every form of every key to replace, longest first (a key holding another
     /// goes whole).
-    private let state = Mutex<(keys: Set<String>, forms: [String])>(([], []))
+    private let state = Mutex<(keys: Set<String>, forms: [String], uses: [String: Int])>(([], [], [:]))
 
     public init() {}
 
@@ -39,10 +39,27 @@ public final class Secrets: Sendable {
     public func register(_ key: String) {
         guard !key.isEmpty else { return }
         state.withLock { state in
+            state.uses[key, default: 0] += 1
             guard state.keys.insert(key).inserted else { return }
             var all = Set(state.forms)
             all.formUnion(Self.forms(of: key))
             state.forms = all.sorted { $0.utf8.count != $1.utf8.count ? $0.utf8.count > $1.utf8.count : $0 < $1 }
+        }
+    }
+
+    /// Stops redacting a key registered once (a key registered n times needs n calls): serve's
+    /// client keys live as long as the request or session that brought them.
+    public func unregister(_ key: String) {
+        guard !key.isEmpty else { return }
+        state.withLock { state in
+            guard let count = state.uses[key] else { return }
+            if count > 1 {
+                state.uses[key] = count - 1
+                return
+            }
+            state.uses[key] = nil
+            state.keys.remove(key)
+            state.forms = Self.sortedForms(state.keys)
         }
     }
 
@@ -78,6 +95,13 @@ public final class Secrets: Sendable {
             }
         }
         return out
+    }
+
+    /// Every form of every key, longest first.
+    static func sortedForms(_ keys: Set<String>) -> [String] {
+        Set(keys.flatMap(forms(of:))).sorted {
+            $0.utf8.count != $1.utf8.count ? $0.utf8.count > $1.utf8.count : $0 < $1
+        }
     }
 
     /// The key as it is, and as JSON and XML escaping write it.

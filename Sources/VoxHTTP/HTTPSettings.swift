@@ -80,7 +80,8 @@ public struct HTTPSettings: Sendable, Equatable {
     /// The total timeout for a request that uploads `bytes`: slow links still get to finish.
     public func timeout(forBytes bytes: Int) -> Double { timeout + Double(bytes) / 100_000 }
 
-    /// The API key: from the key file (its surrounding blank space trimmed), else the environment
+    /// The API key: from the key file (`KeyFile`: its one key line; comments and blank lines are
+    /// not keys, and a file without a key is an error), else the environment
     /// variable; nil when neither has one. The key is registered in `secrets`, so every text
     /// voxpipe writes from now on has it redacted. A key holding a control character (CR, LF,
     /// NUL, …) would inject a header: it is refused (`VoxError(.invalidSpec)`, exit 65), the error
@@ -91,10 +92,12 @@ public struct HTTPSettings: Sendable, Equatable {
         let key: String?
         let source: String
         if let apiKeyFile {
-            guard let text = try? String(contentsOf: apiKeyFile, encoding: .utf8) else {
-                throw VoxError(.unavailable, "cannot read the API key file \(apiKeyFile.path)")
+            let keys = try KeyFile.read(apiKeyFile.path)
+            guard keys.count == 1 else {
+                throw VoxError(
+                    .unavailable, "the API key file \(apiKeyFile.path) holds \(keys.count) keys; a provider takes one")
             }
-            key = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            key = keys[0]
             source = apiKeyFile.path
         } else {
             key = environment[apiKeyEnv]

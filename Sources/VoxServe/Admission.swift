@@ -2,21 +2,19 @@ import Foundation
 import Synchronization
 import VoxCore
 
-/// Who gets a turn: `concurrency` turns run at once (`slots`), `queue` more wait for a slot, and
-/// beyond them a request is refused at once — on arrival, before its body is read, decoded or
-/// written anywhere, so a full server answers 503 in the time it takes to say so.
+/// How many pipeline requests the server holds: `concurrency` turns run at once (the
+/// `TurnScheduler`'s slots), `queue` more wait for one, and beyond them a request is refused at
+/// once — as its body has arrived, before it is decoded or written anywhere, so a full server
+/// answers 503 in the time it takes to say so.
 ///
-/// A request holds a place from arrival to its answer (`enter`/`leave`), its body's reading
-/// included; a turn holds a slot while its stages run. Places bound everything the server holds
-/// for pipeline requests, so the slots' queue can never overflow.
+/// A request holds a place from the end of its body to its answer (`enter`/`leave`). Places bound
+/// everything the server holds for pipeline requests, so the scheduler's queue never overflows.
 ///
-/// On a server, a place is taken on the connection's event loop as the request's head arrives
-/// (`AdmissionGate`: `enter(arrivingOn:)`), and the request's handler takes it over
+/// On a server, a place is taken on the connection's event loop as the request's body ends
+/// (`RequestGate`: `enter(arrivingOn:)`), and the request's handler takes it over
 /// (`claim(arrivedOn:)`); a handler that finds none enters itself.
 final class Admission: Sendable {
-    /// Turns that run at once; the others wait here, first come first served.
-    let slots: AsyncSemaphore
-    /// Requests the server holds at most: the slots and the queue.
+    /// Requests the server holds at most: the turns that run at once and the queue.
     let places: Int
     private let taken = Atomic<Int>(0)
     /// Places taken on arrival that no handler has claimed yet, by connection.
@@ -29,8 +27,7 @@ final class Admission: Sendable {
         concurrency: Int, queue: Int, idleAfter: Duration = .seconds(1),
         onIdle: @escaping @Sendable () -> Void = {}
     ) {
-        slots = AsyncSemaphore(permits: concurrency)
-        places = slots.permits + max(0, queue)
+        places = max(1, concurrency) + max(0, queue)
         self.idleAfter = idleAfter
         self.onIdle = onIdle
     }

@@ -11,11 +11,14 @@ public enum TutorFailure: FailureCode {
     case unservableSpec
     /// A serve setting (the Agora app id or certificate) is unreadable or badly shaped (exit 64).
     case badSettings
+    /// The address cannot be listened on: the port is in use, or not ours to take (exit 69).
+    case cannotListen
 
     public var category: VoxFailure {
         switch self {
         case .unservableSpec: .invalidSpec
         case .badSettings: .usage
+        case .cannotListen: .unavailable
         }
     }
 }
@@ -28,11 +31,14 @@ public struct ServeError: Error, CustomStringConvertible, Sendable, Equatable {
     /// A metric label: `bad_json`, `bad_base64`, `unknown_audio`, `too_large`, `timeout`, ….
     public var reason: String
     public var message: String
+    /// The Retry-After of a 503 or 429, when it is not the server's usual one.
+    public var retryAfter: Int?
 
-    public init(_ status: Int, _ reason: String, _ message: String) {
+    public init(_ status: Int, _ reason: String, _ message: String, retryAfter: Int? = nil) {
         self.status = status
         self.reason = reason
         self.message = oneLine(message)
+        self.retryAfter = retryAfter
     }
 
     public var description: String { message }

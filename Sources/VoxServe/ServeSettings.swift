@@ -32,8 +32,26 @@ public struct ServeSettings: Sendable {
     public var noSpeechIsError = false
     /// The longest clip taken as one turn.
     public var maxClipSeconds: Double = 300
-    /// Channels whose conversations are remembered at once; the least recently used goes first.
+    /// Sessions (and their conversations) kept at once. When every place is taken, a new session
+    /// replaces the least recently used idle one; with none idle it is refused (503).
     public var maxConversations = 1000
+    /// Seconds without a request after which a session is idle: it may then make room for a new
+    /// one, and an anonymous session (a turn's without a cookie) expires.
+    public var sessionIdleSeconds: Double = 300
+    /// Sessions one client address may start a minute (`join-with-bot`), after a first `joinBurst`.
+    public var joinsPerMinute: Double = 10
+    public var joinBurst = 10
+    /// Turns without a session cookie talk in one shared session (the last joined channel, or the
+    /// body's `channel`), as for a kiosk with one learner; off, each gets an anonymous session.
+    public var singleLearner = false
+    /// Seconds a connection may stay open without a request (between requests, or before the first).
+    public var idleTimeout: Double = 15
+    /// Seconds from a request's first byte to the end of its head.
+    public var headerTimeout: Double = 10
+    /// Seconds from a request's head to the end of its body.
+    public var bodyTimeout: Double = 30
+    /// Seconds SIGTERM/SIGINT give running turns to finish before they are cancelled.
+    public var shutdownGrace: Double = 10
 
     public init() {}
 

@@ -70,18 +70,11 @@ extension TutorServer {
     func transcription(
         _ request: Request, translate: Bool = false, connection: (any Channel)? = nil
     ) async throws -> Response {
-        let limit = settings.maxBodyBytes
         let type = request.headers[.contentType] ?? ""
         guard type.lowercased().hasPrefix("multipart/form-data"), let boundary = Multipart.boundary(type) else {
             throw ServeError.badRequest("bad_request", "expected a multipart/form-data body with a file")
         }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: limit)
-        } catch {
-            throw ServeError(413, "too_large", "the body is larger than the \(limit)-byte limit")
-        }
-        let body = Data(buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? [])
+        let body = try await readData(request)
         guard let parts = Multipart.parse(body, boundary: boundary) else {
             throw ServeError.badRequest("bad_request", "the multipart body could not be read")
         }
@@ -111,11 +104,13 @@ extension TutorServer {
             throw ServeError.badRequest(
                 "cannot_translate", "the served spec's transcribe provider cannot translate (whisper can)")
         }
-        let upload = try await pipeline.store(upload: file.data, ext: Self.ext(sniffed)).url
+        let (upload, length) = try await pipeline.store(upload: file.data, ext: Self.ext(sniffed))
         defer { try? FileManager.default.removeItem(at: upload) }
+        // A clip over --max-clip is refused from its header, before it is queued or decoded.
+        try refuseLong(length)
         // Its own conversation: a transcription is no tutor turn.
         let answer = try await runPipeline(
-            upload: upload, channel: "openai-\(UUID().uuidString)", connection: connection
+            upload: upload, order: "openai-\(UUID().uuidString)", call: OpenAICall(connection: connection)
         ) {
             try await pipeline.answer(audioFile: upload, conversation: Conversation())
         }
@@ -181,27 +176,20 @@ extension TutorServer {
     /// `en-us`, …; OpenAI's names such as `alloy` keep the spec's voice), `speed` (0.25-4) scaling
     /// its rate.
     func speech(_ request: Request, connection: (any Channel)? = nil) async throws -> Response {
-        let body = try await readObject(request, required: true)
-        guard let input = body["input"] as? String, !input.allSatisfy(\.isWhitespace) else {
-            throw ServeError.badRequest("bad_request", "input: expected the text to speak as a non-empty string")
+        guard let body = try await readBody(request, as: OpenAISpeechRequest.self, required: true) else {
+            throw ServeError.badRequest("empty_body", "empty body: expected a JSON object")
         }
-        guard input.count <= 4096 else {
-            throw ServeError.badRequest("bad_request", "input: at most 4096 characters")
-        }
-        let name = body["response_format"] as? String ?? "mp3"
-        guard let format = SpeechFormat(rawValue: name) else {
+        let input = body.input
+        guard let format = SpeechFormat(rawValue: body.responseFormat ?? "mp3") else {
             throw ServeError.badRequest(
                 "bad_request",
-                "response_format: \"\(name)\" is not one of "
+                "response_format: \"\(body.responseFormat ?? "")\" is not one of "
                     + SpeechFormat.allCases.map(\.rawValue).joined(separator: ", "))
         }
-        let speed = body["speed"].map { ($0 as? NSNumber)?.doubleValue ?? .nan }
-        if let speed, !(0.25...4).contains(speed) {
-            throw ServeError.badRequest("bad_request", "speed: expected a number from 0.25 to 4")
-        }
-        let request = SpeechRequest(voice: body["voice"] as? String, speed: speed)
-        let speech = try await runPipeline(upload: nil, channel: "openai-\(UUID().uuidString)", connection: connection)
-        {
+        let request = SpeechRequest(voice: body.voice, speed: body.speed)
+        let speech = try await runPipeline(
+            upload: nil, order: "openai-\(UUID().uuidString)", call: OpenAICall(connection: connection)
+        ) {
             var answer = TutorPipeline.Answer(transcription: input, reply: input)
             answer.speech = try await SpeechRequest.$current.withValue(request) {
                 try await self.pipeline.speak(text: input)
@@ -255,6 +243,44 @@ extension TutorServer {
         Response(
             status: .ok, headers: [.contentType: type],
             body: .init(byteBuffer: ByteBuffer(data: pipeline.secrets.redact(Data(body.utf8)))))
+    }
+}
+
+/// An OpenAI route's request, as a turn sees it: no client key (the bearer key is the server's).
+struct OpenAICall: CallContext {
+    var clientKey: String? { nil }
+    let connection: (any Channel)?
+}
+
+/// `POST /v1/audio/speech`: `{input, model, voice, speed, response_format}`.
+struct OpenAISpeechRequest: Decodable, Sendable {
+    var input: String
+    var voice: String?
+    var speed: Double?
+    var responseFormat: String?
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: AnyKey.self)
+        guard let input = try? c.decode(String.self, forKey: "input"), !input.allSatisfy(\.isWhitespace) else {
+            throw ServeError.badRequest("bad_request", "input: expected the text to speak as a non-empty string")
+        }
+        guard input.count <= 4096 else {
+            throw ServeError.badRequest("bad_request", "input: at most 4096 characters")
+        }
+        self.input = input
+        if c.contains("response_format") {
+            guard let name = try? c.decode(String.self, forKey: "response_format") else {
+                throw ServeError.badRequest("bad_request", "response_format: expected a string")
+            }
+            responseFormat = name
+        }
+        if c.contains("speed") {
+            guard let speed = try? c.decode(Double.self, forKey: "speed"), (0.25...4).contains(speed) else {
+                throw ServeError.badRequest("bad_request", "speed: expected a number from 0.25 to 4")
+            }
+            self.speed = speed
+        }
+        voice = (try? c.decodeIfPresent(String.self, forKey: "voice")) ?? nil
     }
 }
 

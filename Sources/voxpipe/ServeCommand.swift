@@ -13,8 +13,9 @@ struct ServeCommand: AsyncParsableCommand {
             Every request is one turn through the spec's stages, as `voxpipe run` would take it: chunk stages \
             take the whole clip as one turn and writers are left out (the answer is the response). Routes under \
             --prefix: POST process-audio, process-text, join-with-bot, stop; GET status. GET /healthz and \
-            /metrics (Prometheus) at the root. SIGTERM or SIGINT stops taking connections and lets running \
-            requests finish.
+            /metrics (Prometheus) at the root. SIGTERM or SIGINT stops taking connections, closes idle and \
+            half-sent ones, gives running turns --shutdown-grace seconds, then cancels them; the exit status is \
+            128 + the signal (143, 130).
             """
     )
 
@@ -39,6 +40,28 @@ struct ServeCommand: AsyncParsableCommand {
     var noSpeechIsError = false
     @Flag(help: "Use an API key sent in a request body for that request's providers (ignored otherwise).")
     var allowClientKeys = false
+    @Flag(
+        help: """
+            Turns without a session cookie share one session (the last joined channel), for a kiosk with one \
+            learner; by default each gets an anonymous session of its own.
+            """)
+    var singleLearner = false
+    @Option(help: ArgumentHelp("Sessions kept at once (idle ones make room for new ones).", valueName: "count"))
+    var maxSessions = 1000
+    @Option(help: ArgumentHelp("Seconds without a request before a session is idle.", valueName: "seconds"))
+    var sessionIdle: Double = 300
+    @Option(help: ArgumentHelp("Joins one client address may make a minute (after a first 10).", valueName: "count"))
+    var joinRate: Double = 10
+    @Option(help: ArgumentHelp("Seconds a connection may stay open without a request.", valueName: "seconds"))
+    var idleTimeout: Double = 15
+    @Option(help: ArgumentHelp("Seconds a request's head may take to arrive.", valueName: "seconds"))
+    var headerTimeout: Double = 10
+    @Option(help: ArgumentHelp("Seconds a request's body may take to arrive.", valueName: "seconds"))
+    var bodyTimeout: Double = 30
+    @Option(
+        help: ArgumentHelp(
+            "Seconds SIGTERM/SIGINT give running turns before they are cancelled.", valueName: "seconds"))
+    var shutdownGrace: Double = 10
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
 
     func validate() throws {
@@ -48,6 +71,15 @@ struct ServeCommand: AsyncParsableCommand {
         if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
         guard queue >= 0 else { throw ValidationError("--queue must be 0 or more") }
         guard maxClip > 0 else { throw ValidationError("--max-clip must be positive") }
+        guard maxSessions >= 1 else { throw ValidationError("--max-sessions must be at least 1") }
+        for (name, value) in [
+            ("--session-idle", sessionIdle), ("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout),
+            ("--body-timeout", bodyTimeout),
+        ] where !(value > 0) {
+            throw ValidationError("\(name) must be positive")
+        }
+        guard joinRate >= 0 else { throw ValidationError("--join-rate must be 0 or more") }
+        guard shutdownGrace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more") }
     }
 
     /// The keys the /v1 routes take, registered with `secrets`: from --api-key-file, else
@@ -55,13 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
     func serverKeys(secrets: Secrets) throws -> [String] {
         var keys: [String]
         if let apiKeyFile {
-            guard let text = try? String(contentsOfFile: apiKeyFile, encoding: .utf8) else {
-                throw VoxError(.usage, "cannot read the API key file \(apiKeyFile)")
-            }
-            keys = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard keys.contains(where: { !$0.isEmpty }) else {
-                throw VoxError(.usage, "the API key file \(apiKeyFile) holds no key")
-            }
+            keys = try KeyFile.read(apiKeyFile, failure: .usage)
         } else {
             keys = ProcessInfo.processInfo.environment["VOXPIPE_SERVE_API_KEY"].map { [$0] } ?? []
         }
@@ -88,6 +114,14 @@ struct ServeCommand: AsyncParsableCommand {
             settings.audio = AudioEncoding(format: audioFormat)
             settings.allowClientKeys = allowClientKeys
             settings.noSpeechIsError = noSpeechIsError
+            settings.singleLearner = singleLearner
+            settings.maxConversations = maxSessions
+            settings.sessionIdleSeconds = sessionIdle
+            settings.joinsPerMinute = joinRate
+            settings.idleTimeout = idleTimeout
+            settings.headerTimeout = headerTimeout
+            settings.bodyTimeout = bodyTimeout
+            settings.shutdownGrace = shutdownGrace
 
             // The spec is checked as `run` checks it, then planned again as served.
             let specURL = URL(fileURLWithPath: spec)
@@ -102,11 +136,18 @@ struct ServeCommand: AsyncParsableCommand {
             let server = TutorServer(pipeline: pipeline, settings: settings, logger: logger)
             let shownHost = host.contains(":") ? "[\(host)]" : host
             let served = settings
-            try await server.run(handlingSignals: true) { port in
+            let ending = try await server.run(handlingSignals: true) { port in
                 printError(
                     "serving '\(plan.name)' on http://\(shownHost):\(port)\(served.prefix) "
                         + "(\(served.concurrency) at once, audio \(served.audio.format.rawValue))")
             }
+            // Stopped by a signal: the shell's status for it (143 for SIGTERM, 130 for SIGINT).
+            if case .signal(let number) = ending {
+                printError("serve: stopped by signal \(number)")
+                throw ExitCode(128 + number)
+            }
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             throw fail(error)
         }

@@ -49,7 +49,7 @@ final class ServerFixture: Sendable {
             registry: registry, context: context, maxClipSeconds: settings.maxClipSeconds)
         let server = TutorServer(pipeline: pipeline, settings: settings, logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let task = Task { try await server.run { port in continuation.yield(port) } }
+        let task = Task { _ = try await server.run { port in continuation.yield(port) } }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw HarnessError("the server did not start") }
         return ServerFixture(port: port, server: server, task: task)

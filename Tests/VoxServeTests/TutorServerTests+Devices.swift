@@ -72,11 +72,17 @@ extension TutorServerTests {
         // Two places, so both turns are admitted and wait on the session.
         let fixture = try await ServerFixture.start(spec: lessonTutor) { $0.concurrency = 2 }
         let device = Device(fixture, api: api)
-        let channel = try #require(
-            try await device.call("POST", "join-with-bot", ["userId": "anna"])["channel"] as? String)
+        _ = try await device.call("POST", "join-with-bot", ["userId": "anna"])
+        let session = try #require(device.cookie?.split(separator: "=").last.map(String.init))
         // Hold the session's turn, as a long turn would; then two turns come, one after the other.
-        let order = fixture.server.turnOrder
-        await order.acquire(channel)
+        let scheduler = fixture.server.scheduler
+        let (release, go) = AsyncStream.makeStream(of: Void.self)
+        let held = Task {
+            try await scheduler.run(session: session, refused: TutorServer.overloaded) {
+                for await _ in release { break }
+            }
+        }
+        while scheduler.counts.running == 0 { try await Task.sleep(for: .milliseconds(5)) }
         let ended = Conversation()
         var turns: [Task<String, any Error>] = []
         for n in 1...2 {
@@ -86,42 +92,16 @@ extension TutorServerTests {
                     return try await device.say("Hallo!")
                 })
             // Until it queues (no sleeping); a turn that does not wait ends instead, and the test fails.
-            while await order.waiters(channel) < n {
+            while scheduler.waiting(in: session) < n {
                 try #require(ended.turns.isEmpty, "turn \(n) ran while the session's turn was held")
                 // Gives the pool thread back while it looks again (a yield alone can keep it).
                 try await Task.sleep(for: .milliseconds(5))
             }
         }
         #expect(ended.turns.isEmpty)
-        await order.release(channel)
+        go.yield()
+        try await held.value
         #expect(try await turns[0].value == Self.greetings[0])
         #expect(try await turns[1].value == Self.greetings[1])
-    }
-
-    @Test func turnsOfOneConversationRunOneAtATimeInTheOrderTheyCame() async throws {
-        let order = TurnOrder()
-        let ran = Conversation()
-        await order.acquire("a")
-        var tasks: [Task<Void, Never>] = []
-        for i in 1...3 {
-            tasks.append(
-                Task {
-                    await order.acquire("a")
-                    ran.append(ConversationTurn(user: String(i), assistant: ""))
-                    await order.release("a")
-                })
-            // Until turn i queues, so the order they came is known (looking again gives the pool
-            // thread back: on a busy machine the turn's task may take a while to start).
-            while await order.waiters("a") < i { try await Task.sleep(for: .milliseconds(5)) }
-            #expect(await order.waiters("a") == i)
-        }
-        // Another conversation does not wait for this one.
-        await order.acquire("b")
-        await order.release("b")
-        #expect(ran.turns.isEmpty)
-        await order.release("a")
-        for task in tasks { await task.value }
-        #expect(ran.turns.map(\.user) == ["1", "2", "3"])
-        #expect(await order.waiters("a") == 0)
     }
 }

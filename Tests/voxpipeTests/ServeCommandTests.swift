@@ -95,3 +95,73 @@ struct ServeCommandTests {
                 + "transcribe stage\n")
     }
 }
+
+/// How `voxpipe serve` stops and fails to start.
+extension ServeCommandTests {
+    @Test func sigtermWithAHalfSentBodyExits143WithinTheGracePeriod() throws {
+        let (server, port) = try serve([lessonTutor.path, "--shutdown-grace", "1"])
+        defer { if server.isRunning { server.terminate() } }
+        let slow = try RawConnection(port: port)
+        slow.send(
+            "POST /api/agora/process-text HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + "Content-Length: 100\r\n\r\n{\"text\":")
+        // The request is at the server (an answer to a second connection proves it reads).
+        let probe = try RawConnection(port: port)
+        probe.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(probe.readAnswer()?.status == 200)
+        server.terminate()
+        // Before, it waited for the client to finish its body, whatever the signal.
+        #expect(waitUntil(limit: .seconds(120)) { !server.isRunning }, "still running after SIGTERM")
+        #expect(server.terminationStatus == 143)
+        #expect(slow.readToClose() != nil, "the half-sent request's connection was closed")
+    }
+
+    @Test func sigintExits130() throws {
+        let (server, _) = try serve([lessonTutor.path])
+        defer { if server.isRunning { server.terminate() } }
+        server.interrupt()
+        #expect(waitUntil(limit: .seconds(120)) { !server.isRunning })
+        #expect(server.terminationStatus == 130)
+    }
+
+    @Test func aPortInUseIsOneClearLineAndExit69() throws {
+        let (first, port) = try serve([lessonTutor.path])
+        defer {
+            first.terminate()
+            first.waitUntilExit()
+        }
+        let second = try voxpipe(["serve", lessonTutor.path, "--port", String(port)])
+        #expect(second.status == 69, "\(second.stderr)")
+        let lines = second.stderr.split(separator: "\n").filter { !$0.contains("warning") }
+        #expect(
+            lines.last?.hasSuffix(
+                "cannot listen on 127.0.0.1:\(port): the port is in use (another server?); choose another with --port")
+                == true, "\(second.stderr)")
+        #expect(!second.stderr.contains("errno"))
+    }
+
+    @Test func aKeyFileOfCommentsOnlyIsRefusedAndCommentsAreNeverKeys() throws {
+        let dir = temporaryDirectory()
+        let keys = dir.appendingPathComponent("keys")
+        try Data("# the tutor app's key\n\n".utf8).write(to: keys)
+        let refused = try voxpipe(["serve", lessonTutor.path, "--port", "0", "--api-key-file", keys.path])
+        #expect(refused.status == 64, "\(refused.stderr)")
+        #expect(refused.stderr.contains("holds no key (only blank or # comment lines)"), "\(refused.stderr)")
+
+        try Data("# the tutor app's key\nsk-served-1\n".utf8).write(to: keys)
+        let (server, port) = try serve([lessonTutor.path, "--api-key-file", keys.path])
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        func models(_ key: String) throws -> String {
+            try run(
+                "/usr/bin/curl",
+                ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(key)",
+                 "http://127.0.0.1:\(port)/v1/models"]
+            ).stdout
+        }
+        #expect(try models("# the tutor app's key") == "401")
+        #expect(try models("sk-served-1") == "200")
+    }
+}
