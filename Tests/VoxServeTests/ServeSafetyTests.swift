@@ -129,15 +129,19 @@ struct ServeSafetyTests {
         withExtendedLifetime(slow) {}
     }
 
-    @Test func anOversizedContentLengthIsRefusedBeforeTheBodyIsSent() async throws {
+    @Test func anOversizedContentLengthIsRefusedBeforeTheBodyIsSentOnEveryRoute() async throws {
         let server = try await ServerFixture.start(spec: lessonTutor) { $0.maxBodyBytes = 1 << 20 }
-        let connection = try RawConnection(port: server.port)
-        connection.send(
-            "POST \(api)/process-audio HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                + "Content-Length: 1000000000\r\n\r\n")
-        let answer = try #require(connection.readAnswer(), "no answer before the body")
-        #expect(answer.status == 413, "\(answer.head)")
-        #expect(answer.body.contains("larger than the 1048576-byte limit"))
+        for (route, type) in [
+            ("\(api)/process-audio", "application/json"),
+            ("/v1/audio/transcriptions", "multipart/form-data; boundary=b"),
+        ] {
+            let connection = try RawConnection(port: server.port, receiveTimeout: 30)
+            connection.send(
+                "POST \(route) HTTP/1.1\r\nHost: x\r\nContent-Type: \(type)\r\nContent-Length: 1000000000\r\n\r\n")
+            let answer = try #require(connection.readAnswer(), "\(route): no answer before the body")
+            #expect(answer.status == 413, "\(route): \(answer.head)")
+            #expect(answer.body.contains("larger than the 1048576-byte limit"), "\(route)")
+        }
     }
 
     @Test func anIdleConnectionIsClosedAfterTheIdleTimeout() async throws {
