@@ -28,6 +28,28 @@ extension Plan {
         return plan
     }
 
+    /// The plan with every stage that can translate into English translating (`Translatable`:
+    /// whisper's `task: translate`), for serve's `/v1/audio/translations`; nil when no stage can.
+    /// A typed transform of the checked plan, like `servingOneTurn`: no spec is edited or planned
+    /// again.
+    public func translating() -> Plan? {
+        var found = false
+        let changed = nodes.map { node -> Node in
+            guard let translatable = node.configuration as? any Translatable, let variant = translatable.translating()
+            else { return node }
+            found = true
+            return Node(
+                index: node.index, id: node.id, kind: node.kind, configuration: variant,
+                declarations: node.kind.declarations(variant), parents: node.parents, children: node.children,
+                inputType: node.inputType, inputFormat: node.inputFormat, outputFormat: node.outputFormat)
+        }
+        guard found else { return nil }
+        var plan = Plan(
+            name: name, nodes: changed, canonicalSpec: canonicalSpec, referencedFiles: referencedFiles, spec: spec)
+        plan.strict = strict
+        return plan
+    }
+
     /// The first stage (in plan order) that gives `output` from an input of `input`: how a
     /// server finds the stage a request enters at or a stage it needs, by what the stage does.
     public func firstStage(giving output: PayloadType, from input: PayloadType? = nil) -> Node? {
@@ -36,4 +58,24 @@ extension Plan {
 
     /// The stage with `id`.
     public func stage(_ id: String) -> Node? { nodes.first { $0.id == id } }
+}
+
+/// A stage configuration, or a provider's settings, with a variant that translates speech into
+/// English (`Plan.translating()`).
+public protocol Translatable: Sendable {
+    /// The same, translating; nil when it cannot.
+    func translating() -> Self?
+}
+
+extension ChosenProvider {
+    /// The same provider with `settings` of its own type in place of its own.
+    public func with(settings: any Sendable) -> ChosenProvider { ChosenProvider(entry: entry, settings: settings) }
+
+    /// The provider translating, when its settings can (`Translatable`).
+    public func translating() -> ChosenProvider? {
+        guard let translatable = settings as? any Translatable, let variant = translatable.translating() else {
+            return nil
+        }
+        return with(settings: variant)
+    }
 }

@@ -34,26 +34,19 @@ public final class TutorPipeline: Sendable {
     let source: Source
 
     struct Source: Sendable {
-        var spec: JSONValue
-        var baseDirectory: URL
-        var name: String
-        var registry: StageRegistry
+        /// The checked plan as `run` would run it (before `servingOneTurn`).
+        var plan: Plan
         var context: StageContext
         var maxClipSeconds: Double
     }
 
-    /// Plans the spec for serving and prepares every stage once (models load here): throws
-    /// `TutorError(.unservableSpec)` for a spec without transcribe, reply and synthesize stages, and
+    /// Serves a checked plan (as `Planner` made it for `run`): takes it as `Plan.servingOneTurn`
+    /// transforms it and prepares every stage once (models load here). Throws
+    /// `TutorError(.unservableSpec)` for a plan without transcribe, reply and synthesize stages, and
     /// `.unavailable` for a provider that will not load, as `run` does.
-    public init(
-        spec: JSONValue, baseDirectory: URL, name: String, registry: StageRegistry, context: StageContext,
-        maxClipSeconds: Double
-    ) async throws {
-        source = Source(
-            spec: spec, baseDirectory: baseDirectory, name: name, registry: registry, context: context,
-            maxClipSeconds: maxClipSeconds)
-        let plan = try Planner.plan(json: spec, baseDirectory: baseDirectory, defaultName: name, registry: registry)
-            .servingOneTurn(maxSeconds: maxClipSeconds)
+    public init(plan checked: Plan, context: StageContext, maxClipSeconds: Double) async throws {
+        source = Source(plan: checked, context: context, maxClipSeconds: maxClipSeconds)
+        let plan = checked.servingOneTurn(maxSeconds: maxClipSeconds)
         self.plan = plan
         func first(_ name: String, giving output: PayloadType, from input: PayloadType? = nil) throws -> Plan.Node {
             guard let node = plan.firstStage(giving: output, from: input) else {
@@ -88,25 +81,11 @@ public final class TutorPipeline: Sendable {
 
     deinit { try? FileManager.default.removeItem(at: scratch) }
 
-    /// The same spec with its whisper transcribe stages translating into English (`task`
-    /// translate); nil when no transcribe stage's provider is whisper.
+    /// The same plan with its transcribe stages translating into English (`Plan.translating()`:
+    /// whisper's `task` translate); nil when no transcribe stage's provider can.
     public func translating() async throws -> TutorPipeline? {
-        guard var top = source.spec.objectValue, var stages = top["stages"]?.arrayValue else { return nil }
-        var found = false
-        for (i, stage) in stages.enumerated() {
-            guard var object = stage.objectValue, object["kind"]?.stringValue == "transcribe",
-                var provider = object["provider"]?.objectValue, provider["name"]?.stringValue == "whisper"
-            else { continue }
-            provider["task"] = .string("translate")
-            object["provider"] = .object(provider)
-            stages[i] = .object(object)
-            found = true
-        }
-        guard found else { return nil }
-        top["stages"] = .array(stages)
-        return try await TutorPipeline(
-            spec: .object(top), baseDirectory: source.baseDirectory, name: source.name, registry: source.registry,
-            context: source.context, maxClipSeconds: source.maxClipSeconds)
+        guard let plan = source.plan.translating() else { return nil }
+        return try await TutorPipeline(plan: plan, context: source.context, maxClipSeconds: source.maxClipSeconds)
     }
 
     /// What one turn gave.

@@ -8,8 +8,11 @@ public struct TranscribeStage: Stage {
     public typealias Input = AudioChunk
     public typealias Output = Transcript
 
-    public struct Configuration: Sendable {
+    public struct Configuration: Sendable, Translatable {
         public var provider: ChosenProvider<any TranscriptionProvider>
+
+        /// Its provider translating into English (whisper), if it can.
+        public func translating() -> Configuration? { provider.translating().map { Configuration(provider: $0) } }
     }
 
     public static let kind = "transcribe"

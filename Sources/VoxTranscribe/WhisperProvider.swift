@@ -27,7 +27,14 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
         ]
     }
 
-    public struct Settings: Sendable, Equatable {
+    public struct Settings: Sendable, Equatable, Translatable {
+        /// The same model translating into English (`task: translate`).
+        public func translating() -> Settings? {
+            var variant = self
+            variant.options.translate = true
+            return variant
+        }
+
         /// What the spec named: a short name or a path.
         public var model: String
         /// The ggml model file it resolves to; nil when nothing was found (prepare says so).

@@ -123,16 +123,13 @@ struct ServeCommand: AsyncParsableCommand {
             settings.bodyTimeout = bodyTimeout
             settings.shutdownGrace = shutdownGrace
 
-            // The spec is checked as `run` checks it, then planned again as served.
-            let specURL = URL(fileURLWithPath: spec)
+            // The spec is checked as `run` checks it; serve runs that plan as one turn a request.
             let plan = try loadPlan(spec)
             let context = makeContext(
                 plan: plan, fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion), logger: logger)
             settings.agora = try agora.load(secrets: context.secrets)
             settings.apiKeys = try serverKeys(secrets: context.secrets)
-            let pipeline = try await TutorPipeline(
-                spec: plan.spec, baseDirectory: specURL.deletingLastPathComponent(), name: plan.name,
-                registry: makeRegistry(), context: context, maxClipSeconds: maxClip)
+            let pipeline = try await TutorPipeline(plan: plan, context: context, maxClipSeconds: maxClip)
             let server = TutorServer(pipeline: pipeline, settings: settings, logger: logger)
             let shownHost = host.contains(":") ? "[\(host)]" : host
             let served = settings

@@ -44,9 +44,9 @@ final class ServerFixture: Sendable {
             }
         var context = StageContext(logger: logger, rateConversion: SoxrRateConversion())
         context.engines = testEngines
-        let pipeline = try await TutorPipeline(
-            spec: json, baseDirectory: spec.deletingLastPathComponent(), name: "test",
-            registry: registry, context: context, maxClipSeconds: settings.maxClipSeconds)
+        let plan = try Planner.plan(
+            json: json, baseDirectory: spec.deletingLastPathComponent(), defaultName: "test", registry: registry)
+        let pipeline = try await TutorPipeline(plan: plan, context: context, maxClipSeconds: settings.maxClipSeconds)
         let server = TutorServer(pipeline: pipeline, settings: settings, logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { _ = try await server.run { port in continuation.yield(port) } }

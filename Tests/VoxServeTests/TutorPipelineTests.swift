@@ -5,11 +5,38 @@ import VoxCore
 import VoxStages
 import VoxTestSupport
 import VoxTesting
+import VoxTranscribe
 
 @testable import VoxServe
 
 @Suite struct TutorPipelineTests {
     let registry = StageRegistry(voxpipeStageKinds)
+
+    /// The translating plan is a typed transform of the checked one: its whisper stage translates,
+    /// nothing else changes, and a plan whose recogniser cannot translate has no such variant.
+    @Test func theTranslatingPlanChangesOnlyTheWhisperStagesTask() throws {
+        let spec = try JSONValue.parse(Data(contentsOf: lessonTutor))
+        let plan = try Planner.plan(json: spec, baseDirectory: lessonTutor.deletingLastPathComponent(), registry: registry)
+        func whisper(_ plan: Plan) throws -> WhisperProvider.Settings {
+            let asr = try #require(plan.stage("asr")?.configuration as? TranscribeStage.Configuration)
+            return try #require(asr.provider.settings as? WhisperProvider.Settings)
+        }
+        let translating = try #require(plan.translating())
+        #expect(try whisper(translating) != whisper(plan))
+        #expect(try whisper(translating) == whisper(plan).translating())
+        #expect(try whisper(translating).translating() == whisper(translating))
+        #expect(translating.nodes.map(\.id) == plan.nodes.map(\.id))
+        #expect(translating.canonicalSpec == plan.canonicalSpec)
+
+        let sphinx = try JSONValue.parse(
+            Data(
+                #"""
+                {"stages": [{"id": "decode", "kind": "decode"}, {"id": "r", "kind": "resample", "rate": 16000, "channels": 1},
+                  {"id": "c", "kind": "chunk"}, {"id": "asr", "kind": "transcribe", "provider": {"name": "pocketsphinx"}}]}
+                """#.utf8))
+        let other = try Planner.plan(json: sphinx, baseDirectory: temporaryDirectory(), registry: registry)
+        #expect(other.translating() == nil)
+    }
 
     /// Given the lesson tutor's spec, then the plan as served is the same checked plan without its
     /// writers, re-linked, with the chunker taking the whole clip; the batch plan keeps its voice turns.
@@ -39,9 +66,10 @@ import VoxTesting
                   {"id": "turns", "kind": "chunk"}, {"id": "voice", "kind": "write-wav"}]}
                 """#.utf8))
         let error = await #expect(throws: TutorError.self) {
+            let plan = try Planner.plan(
+                json: spec, baseDirectory: temporaryDirectory(), defaultName: "x", registry: registry)
             _ = try await TutorPipeline(
-                spec: spec, baseDirectory: temporaryDirectory(), name: "x", registry: registry,
-                context: StageContext(logger: CapturedLogs().logger()), maxClipSeconds: 60)
+                plan: plan, context: StageContext(logger: CapturedLogs().logger()), maxClipSeconds: 60)
         }
         #expect(error?.code == .unservableSpec && error?.exitCode == 65)
         #expect(
