@@ -7,6 +7,8 @@
 #  2. Serve under 16 clients (each its own channel, as devices are) for BENCH_TUTOR_SECONDS s, with
 #     --queue BENCH_TUTOR_QUEUE so that 16 clients overflow it: 200/503/504 counts, p50/p99 of the
 #     200s, time to a 503, the server's RSS before, at peak and after.
+#  4. The abuse mix of issue 36 (bench/abuse.py) beside one learner's turns: the learner's p50/p99,
+#     /healthz latency, joins by status, time to a 503, the server's RSS before, at peak and after.
 #  3. A 10-minute German lesson (espeak-ng sentences of known text, pauses between turns) through
 #     `voxpipe run Pipelines/lesson-tutor.json` (short turns packed into 30-s windows): wall time, x real time,
 #     WER; again with each turn decoded alone, and with greedy decoding. Then its turns as clips of
@@ -21,7 +23,7 @@ CLIENTS=${BENCH_TUTOR_CLIENTS:-16}
 SECONDS_LOAD=${BENCH_TUTOR_SECONDS:-60}
 QUEUE=${BENCH_TUTOR_QUEUE:-4}
 LESSON_SECONDS=${BENCH_TUTOR_LESSON:-600}
-PARTS=${BENCH_TUTOR_PARTS:-1 2 3}   # e.g. BENCH_TUTOR_PARTS=3 bench/tutor.sh: the lesson only
+PARTS=${BENCH_TUTOR_PARTS:-1 2 4 3}   # e.g. BENCH_TUTOR_PARTS=3 bench/tutor.sh: the lesson only
 # BENCH_TUTOR_PACK=0 skips the lesson's run with each turn decoded alone (the spec packs turns into windows);
 # BENCH_TUTOR_BEAM=0 skips the run with greedy decoding (the spec's beam is 5);
 # BENCH_TUTOR_NO_CONTEXT=1 runs the lesson once more with Whisper's conditionOnPreviousText off
@@ -110,6 +112,27 @@ echo "answers:          200: $n200   503: $n503   504: $n504   other: $nother $(
 echo "200s:             p50 ${o50} ms   p99 ${o99} ms   max ${omax} ms"
 echo "time to a 503:    p50 ${r50} ms   p99 ${r99} ms   max ${rmax} ms   (target ≤ 50 ms)"
 echo "server RSS:       before $(mb "$before") MB   peak $(mb "$peak") MB (VmHWM $(mb "$hwm") MB)   after $(mb "$after") MB   after/before $(ratio "$after" "$before")   (target ≤ 1.10)"
+fi
+
+if part 4; then
+echo
+echo "== voxpipe serve under the abuse mix of issue 36 for $SECONDS_LOAD s beside one learner's turns: 40 connections trickling a byte every 2 s, joins as fast as one client sends them, six 12-MB base64 bodies at a time, two 4-KB unpunctuated /v1/audio/speech texts at a time, /healthz every 0.1 s; then a burst of 48 clients for the time to a 503 (load average $(load))"
+serve --queue "$QUEUE"
+$CLIENT turns --port "$PORT" --clip "$W/turn.m4a" -n 1 --warmup 0 > /dev/null 2>&1
+python3 bench/abuse.py --port "$PORT" --pid "$SERVER" --clip "$W/turn.m4a" --seconds "$SECONDS_LOAD" > "$W/abuse.txt"
+stop_server
+aget() { grep "^$1 " "$W/abuse.txt" | cut -d' ' -f2-; }
+read -r t50 t99 <<< "$(aget turn_ms)"
+read -r h50 h99 hmax <<< "$(aget health_ms)"
+read -r z50 z99 zn <<< "$(aget busy_ms)"
+read -r before peak hwm after <<< "$(aget rss_kib)"
+mb() { awk "BEGIN{printf \"%.1f\", $1 / 1024}"; }
+echo "learner's turns:  p50 ${t50} ms   p99 ${t99} ms   ($(aget turns))"
+echo "/healthz:         p50 ${h50} ms   p99 ${h99} ms   max ${hmax} ms   (target: answered within 100 ms)"
+echo "joins:            $(aget joins)   (429: refused by the per-address rate)"
+echo "12-MB bodies:     $(aget big)   4-KB speech: $(aget speech)"
+echo "time to a 503:    p50 ${z50} ms   p99 ${z99} ms   ($zn refusals)"
+echo "server RSS:       before $(mb "$before") MB   peak $(mb "$peak") MB (VmHWM $(mb "$hwm") MB)   after $(mb "$after") MB   after/before $(ratio "$after" "$before")"
 fi
 
 part 3 || exit 0

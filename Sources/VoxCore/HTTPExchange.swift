@@ -36,15 +36,17 @@ public struct HTTPResponse: Sendable, Codable, Equatable {
     }
 }
 
-/// A key a client of `voxpipe serve --allow-client-keys` sent with its request. For the time of
-/// that request (the task and its children) HTTP providers send it instead of the key the spec's
-/// provider names; it is never logged and is stripped from errors and recordings like that one.
+/// A key a client of `voxpipe serve --allow-client-keys` sent with its request
+/// (`RequestOverrides.apiKey`, applied by the runner to the item's stages). For the time of that
+/// item HTTP providers send it instead of the key the spec's provider names; it is never logged
+/// and is stripped from errors and recordings like that one.
 public enum ClientCredentials {
     @TaskLocal public static var apiKey: String?
 }
 
 /// What one served speech request asks of the voice (OpenAI's `/v1/audio/speech` `voice` and
-/// `speed`), for the synthesize providers that can honour it; nil outside such a request.
+/// `speed`), for the synthesize providers that can honour it (`RequestOverrides.speech`, applied
+/// by the runner); nil outside such a request.
 public struct SpeechRequest: Sendable, Equatable {
     /// A voice the provider has (for espeak-ng a name or language code); else the spec's voice.
     public var voice: String?

@@ -310,7 +310,9 @@ public struct Runner: Sendable {
                 .internal,
                 "stage '\(stageID)' takes \(start.kind.inputDescription), not \(type(of: value).payloadType)")
         }
-        try await drive(value, into: start.index, context: context, sink: sink)
+        try await context.overrides.applied {
+            try await drive(value, into: start.index, context: context, sink: sink)
+        }
     }
 
     /// Feeds `value` to stage `start` and runs it and its descendants, each in its own task, until

@@ -100,28 +100,33 @@ public final class TutorPipeline: Sendable {
     }
 
     /// Transcribes a clip (a file in any format the decoder reads) as one turn and answers it.
-    public func answer(audioFile url: URL, conversation: Conversation) async throws -> Answer {
+    public func answer(
+        audioFile url: URL, conversation: Conversation, overrides: RequestOverrides = RequestOverrides()
+    ) async throws -> Answer {
         let item = InputFile(url: url, relativePath: url.lastPathComponent, outputName: "request")
-        return try await run(item, value: item, at: rootID, conversation: conversation)
+        return try await run(item, value: item, at: rootID, conversation: conversation, overrides: overrides)
     }
 
     /// Answers a text turn: the stages from reply on.
-    public func answer(text: String, conversation: Conversation) async throws -> Answer {
+    public func answer(
+        text: String, conversation: Conversation, overrides: RequestOverrides = RequestOverrides()
+    ) async throws -> Answer {
         let chunk = AudioChunk(
             format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 0, index: 0, cut: .text)
         let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
         let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "text", outputName: "request")
-        return try await run(item, value: transcript, at: replyID, conversation: conversation)
+        return try await run(item, value: transcript, at: replyID, conversation: conversation, overrides: overrides)
     }
 
     /// Speaks `text` as it is: the stages from synthesize on (no reply).
-    public func speak(text: String) async throws -> AudioChunk? {
+    public func speak(text: String, overrides: RequestOverrides = RequestOverrides()) async throws -> AudioChunk? {
         let chunk = AudioChunk(
             format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 0, index: 0, cut: .text)
         let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
         let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "speech", outputName: "request")
         let reply = Reply(transcript: transcript, text: text)
-        return try await run(item, value: reply, at: synthesizeID, conversation: Conversation()).speech
+        return try await run(item, value: reply, at: synthesizeID, conversation: Conversation(), overrides: overrides)
+            .speech
     }
 
     /// Raw 16-bit little-endian mono PCM at `rate` (OpenAI's `pcm`: 24 kHz).
@@ -148,12 +153,14 @@ public final class TutorPipeline: Sendable {
         return data
     }
 
-    func run(_ item: InputFile, value: any Payload, at start: String, conversation: Conversation) async throws -> Answer
-    {
+    func run(
+        _ item: InputFile, value: any Payload, at start: String, conversation: Conversation,
+        overrides: RequestOverrides
+    ) async throws -> Answer {
         let folder = "request-\(UUID().uuidString)"
         let context = ItemContext(
             item: item, outputs: ItemOutputs(root: scratch, folderName: folder), logger: logger,
-            conversation: conversation)
+            conversation: conversation, overrides: overrides)
         defer { try? FileManager.default.removeItem(at: scratch.appendingPathComponent(folder)) }
         let collector = TurnCollector()
         try await runner.respond(to: value, at: start, context: context, sink: collector)

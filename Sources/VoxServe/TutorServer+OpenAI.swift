@@ -29,12 +29,7 @@ extension TutorServer {
     func addOpenAIRoutes(to router: Router<ServeRequestContext>) {
         router.get("/v1/models") { request, _ in
             if let refused = self.unauthorized(request) { return self.openAIError(refused) }
-            return self.json(
-                200,
-                [
-                    "object": "list",
-                    "data": [["id": self.pipeline.plan.name, "object": "model", "created": 0, "owned_by": "voxpipe"]],
-                ])
+            return self.encoded(200, ModelList(data: [.init(id: self.pipeline.plan.name)]))
         }
         for route in OpenAIRoute.allCases {
             router.post(RouterPath(route.rawValue)) { request, context in
@@ -112,12 +107,12 @@ extension TutorServer {
         let answer = try await runPipeline(
             upload: upload, order: "openai-\(UUID().uuidString)", call: OpenAICall(connection: connection)
         ) {
-            try await pipeline.answer(audioFile: upload, conversation: Conversation())
+            try await pipeline.answer(audioFile: upload, conversation: Conversation(), overrides: $0)
         }
         let transcripts = answer.transcripts.filter { !$0.text.allSatisfy(\.isWhitespace) }
         switch format {
         case .json:
-            return json(200, ["text": answer.transcription])
+            return encoded(200, TranscriptionText(text: answer.transcription))
         case .text:
             return text(answer.transcription + "\n", type: "text/plain; charset=utf-8")
         case .srt:
@@ -125,7 +120,7 @@ extension TutorServer {
         case .vtt:
             return text(TranscriptFormat.vtt.render(transcripts), type: "text/vtt")
         case .verboseJSON:
-            var segments: [[String: Any]] = []
+            var segments: [VerboseTranscription.Segment] = []
             for transcript in transcripts {
                 let spans =
                     transcript.segments.isEmpty
@@ -135,23 +130,20 @@ extension TutorServer {
                     ]
                     : transcript.segments
                 for span in spans {
-                    segments.append([
-                        "id": segments.count, "start": span.start, "end": span.end,
-                        "text": span.text.trimmingCharacters(in: .whitespaces),
-                    ])
+                    segments.append(
+                        .init(
+                            id: segments.count, start: span.start, end: span.end,
+                            text: span.text.trimmingCharacters(in: .whitespaces)))
                 }
             }
-            var object: [String: Any] = [
-                "task": translate ? "translate" : "transcribe",
-                "language": transcripts.first?.language ?? field("language") ?? "",
-                "duration": transcripts.last?.chunk.end ?? 0, "text": answer.transcription, "segments": segments,
-            ]
-            if granularities.contains("word") {
-                object["words"] = transcripts.flatMap(\.words).map {
-                    ["word": $0.text, "start": $0.start, "end": $0.end] as [String: Any]
-                }
-            }
-            return json(200, object)
+            let words = transcripts.flatMap(\.words).map { VerboseTranscription.Word(word: $0.text, start: $0.start, end: $0.end) }
+            return encoded(
+                200,
+                VerboseTranscription(
+                    task: translate ? "translate" : "transcribe",
+                    language: transcripts.first?.language ?? field("language") ?? "",
+                    duration: transcripts.last?.chunk.end ?? 0, text: answer.transcription, segments: segments,
+                    words: granularities.contains("word") ? words : nil))
         }
     }
 
@@ -191,9 +183,9 @@ extension TutorServer {
             upload: nil, order: "openai-\(UUID().uuidString)", call: OpenAICall(connection: connection)
         ) {
             var answer = TutorPipeline.Answer(transcription: input, reply: input)
-            answer.speech = try await SpeechRequest.$current.withValue(request) {
-                try await self.pipeline.speak(text: input)
-            }
+            var overrides = $0
+            overrides.speech = request
+            answer.speech = try await self.pipeline.speak(text: input, overrides: overrides)
             return answer
         }.speech
         guard let speech, speech.frames > 0 else {
@@ -231,18 +223,87 @@ extension TutorServer {
     }
 
     /// A failure in OpenAI's error shape.
-    func openAIError(_ failure: ServeError) -> Response { json(failure.status, openAIErrorObject(failure)) }
-
-    /// A failure's body in OpenAI's error shape.
-    func openAIErrorObject(_ failure: ServeError) -> [String: Any] {
-        let type = failure.status >= 500 ? "server_error" : "invalid_request_error"
-        return ["error": ["message": failure.message, "type": type, "param": NSNull(), "code": failure.reason]]
-    }
+    func openAIError(_ failure: ServeError) -> Response { encoded(failure.status, OpenAIFailure(failure)) }
 
     func text(_ body: String, type: String) -> Response {
         Response(
             status: .ok, headers: [.contentType: type],
             body: .init(byteBuffer: ByteBuffer(data: pipeline.secrets.redact(Data(body.utf8)))))
+    }
+}
+
+/// `GET /v1/models`.
+struct ModelList: Encodable, Sendable {
+    struct Model: Encodable, Sendable {
+        var id: String
+        var object = "model"
+        var created = 0
+        var ownedBy = "voxpipe"
+
+        enum CodingKeys: String, CodingKey {
+            case id, object, created
+            case ownedBy = "owned_by"
+        }
+    }
+
+    var object = "list"
+    var data: [Model]
+}
+
+/// A transcription as `response_format` `json` gives it.
+struct TranscriptionText: Encodable, Sendable {
+    var text: String
+}
+
+/// A transcription as `verbose_json` gives it: segments, and words when asked for.
+struct VerboseTranscription: Encodable, Sendable {
+    struct Segment: Encodable, Sendable {
+        var id: Int
+        var start: Double
+        var end: Double
+        var text: String
+    }
+
+    struct Word: Encodable, Sendable {
+        var word: String
+        var start: Double
+        var end: Double
+    }
+
+    var task: String
+    var language: String
+    var duration: Double
+    var text: String
+    var segments: [Segment]
+    /// Omitted unless `timestamp_granularities[]=word`.
+    var words: [Word]?
+}
+
+/// OpenAI's error shape: `{"error": {"message", "type", "param", "code"}}`.
+struct OpenAIFailure: Encodable, Sendable {
+    struct Body: Encodable, Sendable {
+        var message: String
+        var type: String
+        var param: String?
+        var code: String
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(message, forKey: .message)
+            try c.encode(type, forKey: .type)
+            try c.encode(param, forKey: .param)
+            try c.encode(code, forKey: .code)
+        }
+
+        enum CodingKeys: String, CodingKey { case message, type, param, code }
+    }
+
+    var error: Body
+
+    init(_ failure: ServeError) {
+        error = Body(
+            message: failure.message, type: failure.status >= 500 ? "server_error" : "invalid_request_error",
+            code: failure.reason)
     }
 }
 

@@ -113,29 +113,37 @@ public final class TutorServer: Sendable {
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         let received = FirstSignal()
         let grace = settings.shutdownGrace
-        let (signalled, notify) = AsyncStream.makeStream(of: Void.self)
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await group.run() }
-                if signals {
-                    tasks.addTask {
-                        for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
-                            // A second signal gives up on the turns at once.
-                            guard received.record(signal.rawValue) else { throw CancellationError() }
-                            notify.yield()
-                            await group.triggerGracefulShutdown()
-                        }
-                    }
-                    tasks.addTask {
-                        // The grace period: once it is over, what still runs is cancelled.
-                        for await _ in signalled { break }
-                        try await Task.sleep(for: .milliseconds(Int(grace * 1000)))
-                        throw CancellationError()
-                    }
+        // Trapped before the server listens: a signal that comes as it starts is not the default death.
+        let trapped = signals ? await UnixSignalsSequence(trapping: .sigterm, .sigint) : nil
+        // The server runs in a task of its own, so that whatever stops it — a signal, or this task
+        // being cancelled — stops it gracefully first: no new connections, idle and half-sent ones
+        // closed, and the turns in flight given the grace period before they are cancelled. (Cancelled
+        // outright, NIO drops connections that arrived but were not yet taken up, and traps.)
+        let running = Task { try await group.run() }
+        let stopping = Once()
+        @Sendable func stop(graceful: Bool) {
+            guard graceful else { return running.cancel() }
+            guard stopping.claim() else { return }
+            Task {
+                await group.triggerGracefulShutdown()
+                try await Task.sleep(for: .milliseconds(Int(grace * 1000)))
+                running.cancel()
+            }
+        }
+        let watcher = trapped.map { trapped in
+            Task {
+                for await signal in trapped {
+                    // A second signal gives up on the turns at once.
+                    stop(graceful: received.record(signal.rawValue))
                 }
-                // The server ending (its shutdown done) ends the rest.
-                try await tasks.next()
-                tasks.cancelAll()
+            }
+        }
+        defer { watcher?.cancel() }
+        do {
+            try await withTaskCancellationHandler {
+                try await running.value
+            } onCancel: {
+                stop(graceful: true)
             }
         } catch is CancellationError where received.number != nil {
             // The grace period ran out, or a second signal came: the turns left were cancelled.
@@ -161,7 +169,7 @@ public final class TutorServer: Sendable {
         }
         for route in OpenAIRoute.allCases {
             routes[route.rawValue] = .init(
-                name: route.rawValue, refusal: jsonBuffer(openAIErrorObject(Self.overloaded))
+                name: route.rawValue, refusal: encodedBuffer(OpenAIFailure(Self.overloaded))
             ) {
                 self.unauthorized(authorization: $0[.authorization]) == nil
             }
@@ -292,7 +300,7 @@ public final class TutorServer: Sendable {
         defer { turn.end() }
         let conversation = conversations.conversation(for: turn.key)
         let answer = try await runPipeline(upload: upload, order: turn.key, call: call) {
-            try await self.pipeline.answer(audioFile: upload, conversation: conversation)
+            try await self.pipeline.answer(audioFile: upload, conversation: conversation, overrides: $0)
         }
         if answer.transcription.isEmpty {
             // The learner thinking is a turn with nothing said: nothing to answer, nothing remembered.
@@ -310,7 +318,7 @@ public final class TutorServer: Sendable {
         defer { turn.end() }
         let conversation = conversations.conversation(for: turn.key)
         let answer = try await runPipeline(upload: nil, order: turn.key, call: call) {
-            try await self.pipeline.answer(text: text, conversation: conversation)
+            try await self.pipeline.answer(text: text, conversation: conversation, overrides: $0)
         }
         return TurnAnswer(reply: answer.reply, audio: try await spoken(answer))
     }
@@ -442,7 +450,7 @@ public final class TutorServer: Sendable {
     /// request's own task is cancelled (the server shuts down).
     func runPipeline(
         upload: URL?, order key: String, call: some CallContext,
-        _ work: @escaping @Sendable () async throws -> TutorPipeline.Answer
+        _ work: @escaping @Sendable (RequestOverrides) async throws -> TutorPipeline.Answer
     ) async throws -> TutorPipeline.Answer {
         let scheduler = scheduler
         let clientKey = call.clientKey
@@ -451,7 +459,7 @@ public final class TutorServer: Sendable {
         // departed client cancels the task: a waiting turn leaves the queue, a running one stops.
         let turn = Task { () async throws -> TutorPipeline.Answer in
             try await scheduler.run(session: key, refused: TutorServer.overloaded) {
-                try await ClientCredentials.$apiKey.withValue(clientKey) { try await work() }
+                try await work(RequestOverrides(apiKey: clientKey))
             }
         }
         do {
@@ -637,21 +645,6 @@ public final class TutorServer: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data =
             (try? encoder.encode(value)).map(pipeline.secrets.redact)
-            ?? Data(#"{"error":"internal error: the answer could not be encoded","success":false}"#.utf8)
-        return ByteBuffer(bytes: data)
-    }
-
-    func json(_ status: Int, _ object: [String: Any]) -> Response {
-        Response(
-            status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: jsonBuffer(object)))
-    }
-
-    /// `object` as an answer's JSON body, secrets redacted.
-    func jsonBuffer(_ object: [String: Any]) -> ByteBuffer {
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-            .map(pipeline.secrets.redact)
             ?? Data(#"{"error":"internal error: the answer could not be encoded","success":false}"#.utf8)
         return ByteBuffer(bytes: data)
     }
