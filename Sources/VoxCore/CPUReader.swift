@@ -50,12 +50,11 @@ public struct CPUReader: Sendable {
     public func pressure() -> CPUPressure? { pressure(in: ownCGroups().v2) }
 
     private func pressure(in v2: [String]) -> CPUPressure? {
-        // The first folder that has one: the process's own (a parent only where the own folder is
-        // not visible in this mount, e.g. a container's namespace). Never /proc/pressure/cpu: it is
-        // the host's, in a container too.
-        v2.lazy.compactMap { dir in
-            file(dir + "/cpu.pressure").flatMap { CPUPressure(text: $0, file: dir + "/cpu.pressure") }
-        }.first
+        // The process's own folder only, never a parent's (it holds other work) and never
+        // /proc/pressure/cpu (the host's, in a container too). In a cgroup namespace the own
+        // folder is the mount point: "0::/" there is the container's cgroup, not the host's root.
+        guard let own = v2.first else { return nil }
+        return file(own + "/cpu.pressure").flatMap { CPUPressure(text: $0, file: own + "/cpu.pressure") }
     }
 
     /// The cgroup folders of this process, its own first, then each parent up to the mount's root:

@@ -126,6 +126,14 @@ import Testing
         let docker = CPUReader(files: Self.docker()).budget()
         #expect(docker.pressure?.file == "/sys/fs/cgroup/cpu.pressure")
         #expect(docker.cores == 4 && docker.threads == 4)
+        // Nor a parent's: the pod's and the host root's hold other work. Without a cpu.pressure of
+        // its own, other load is not judged.
+        var files = Self.kubernetes()
+        files["/sys/fs/cgroup/kubepods.slice/kubepods-pod1.slice/cri-abc.scope/cpu.pressure"] = nil
+        files["/sys/fs/cgroup/kubepods.slice/kubepods-pod1.slice/cpu.pressure"] = Self.pressure(95, 90)
+        files["/sys/fs/cgroup/cpu.pressure"] = Self.pressure(99, 99)
+        let orphan = CPUReader(files: files).budget()
+        #expect(orphan.pressure == nil && orphan.threads == 2)
     }
 
     @Test func sustainedPressureInTheOwnCgroupLeavesOneCoreAndABurstDoesNot() {
