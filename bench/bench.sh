@@ -9,6 +9,9 @@ W=$PWD/bench/work
 mkdir -p "$W"
 REPS=${BENCH_REPS:-3}
 
+# --- the machine: CPU model and flags, the threads a decode takes idle / beside hogs / in one CPU -
+BENCH_BIN=$BIN bench/machine.sh
+
 # --- inputs (made once, kept in bench/work) --------------------------------------------------
 if [ ! -f "$W/long10.wav" ]; then
   echo "bench: making a 10-minute 44.1 kHz stereo recording (speech + noise) …" >&2

@@ -195,6 +195,9 @@ public struct StageContext: Sendable {
     /// Where stages run blocking work (C engine calls, child processes): off the cooperative
     /// pool, stopped when the item's task is cancelled.
     public var blocking = BlockingExecutor()
+    /// Where CPU-bound engines read how many cores they may use (affinity, cgroup quota) and
+    /// their cgroup's CPU pressure: this process's files; a test passes a machine's texts.
+    public var cpu = CPUReader()
     /// The keys in use: providers register the keys they load, writers redact what they write.
     /// The command line passes its process-wide registry; a test's context has one of its own.
     public var secrets = Secrets()

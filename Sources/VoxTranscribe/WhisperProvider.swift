@@ -10,7 +10,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
     public static let name = "whisper"
     public static let summary = "Whisper (whisper.cpp) in-process on the CPU, offline; takes 16 kHz mono."
     public static func make(_ settings: Settings, context: StageContext) -> any TranscriptionProvider {
-        WhisperProvider(settings: settings, engines: context.engines, blocking: context.blocking)
+        WhisperProvider(settings: settings, engines: context.engines, blocking: context.blocking, cpu: context.cpu)
     }
     public static func streamFormat(_ settings: Settings) -> StreamFormat? {
         StreamFormat(sampleRate: 16000, channels: 1)
@@ -196,13 +196,19 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
     /// How many models the provider's engine cache loaded (one per model file).
     public var enginesLoaded: Int { engines.loads }
 
+    /// Where the cores a decode may use and its cgroup's CPU pressure are read (`CPUBudget`).
+    let cpu: CPUReader
+
     public init(
-        settings: Settings, engines: EngineCache = EngineCache(), blocking: BlockingExecutor = BlockingExecutor()
+        settings: Settings, engines: EngineCache = EngineCache(), blocking: BlockingExecutor = BlockingExecutor(),
+        cpu: CPUReader = CPUReader()
     ) {
         self.settings = settings
         self.engines = engines
         self.blocking = blocking
-        let cores = ProcessInfo.processInfo.activeProcessorCount
+        self.cpu = cpu
+        // The cores this process may use: its affinity, capped by its cgroup's CPU quota.
+        let cores = cpu.budget().cores
         slots = AsyncSemaphore(permits: settings.threads > 0 ? max(1, cores / settings.threads) : cores)
     }
 
@@ -254,21 +260,24 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
     /// as it is. The threads and the permits held (to give back), or nil when the task was
     /// cancelled while it waited. The count never changes results: ggml gives each output row to
     /// one thread, so 1, 2 and 3 threads give byte-identical transcripts (the test
-    /// `transcriptsDoNotDependOnThreadsJobsOrLoad` holds it to that). Several threads no longer
+    /// `transcriptsDoNotDependOnThreadsJobsCoresOrLoad` holds it to that). Several threads no longer
     /// collapse on a busy machine: the runtime's workers sleep at a barrier instead of spinning
     /// (scripts/patches/ggml-barrier.py; before it, two threads ran up to 10x slower than one).
     ///
-    /// Cores other processes keep busy right now (their runnable threads, as the kernel counts
-    /// them: `MachineLoad`) are left to them as well: on a loaded machine a decode's threads wait
-    /// for each other at every step of the graph, and one thread did better than two (the 8.2-s
-    /// tutor turn beside two CPU hogs on 2 cores: 2.48 s on two threads, 2.12 s on one; idle,
-    /// 0.92 s on two, 1.37 s on one). Only the speed depends on it, never a transcript.
-    func takeCores(
-        runnableElsewhere: () -> Int? = MachineLoad.runnableElsewhere
-    ) async -> (threads: Int, permits: Int)? {
+    /// The cores are those the process may use (`CPUBudget`: its affinity, capped by the CPU
+    /// quota of its cgroup and the cgroups above it, so a container limited to one CPU decodes on
+    /// one thread whatever the host has). Other load is judged only from the CPU pressure of the
+    /// process's own cgroup, read before each decode: after some 6 s in which its tasks kept
+    /// waiting for a CPU, one core is left to them, for a decode's threads wait for each other at
+    /// every step of the graph (the 8.2-s tutor turn beside two CPU hogs on 2 cores: 2.48 s on two
+    /// threads, 2.12 s on one; idle, 0.92 s on two, 1.37 s on one). An idle machine gives every
+    /// core. Never from host-wide counts (`/proc/loadavg`): in a container they count the whole
+    /// host, and every decode fell to one thread. Only the speed depends on it, never a transcript.
+    func takeCores() async -> (threads: Int, permits: Int)? {
         guard await slots.acquire() else { return nil }
         if settings.threads > 0 { return (settings.threads, 1) }
-        let idle = slots.permits - min(slots.permits - 1, runnableElsewhere() ?? 0)
+        let leave = cpu.pressure()?.coresToLeave ?? 0
+        let idle = slots.permits - min(slots.permits - 1, leave)
         let extra = await slots.takeFree(upTo: idle - 1)
         return (1 + extra, 1 + extra)
     }

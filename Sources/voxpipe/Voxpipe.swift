@@ -18,7 +18,7 @@ struct Voxpipe: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, CheckCommand.self, ReportCommand.self, ValidateCommand.self, PruneCommand.self,
             StagesCommand.self, SchemaCommand.self, VerifyCommand.self, JoinCommand.self, ServeCommand.self,
-            AgoraTokenCommand.self,
+            AgoraTokenCommand.self, ThreadsCommand.self,
         ]
     )
 }

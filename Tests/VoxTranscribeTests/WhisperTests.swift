@@ -300,28 +300,44 @@ import VoxTesting
         #expect(await cores.takeFree(upTo: 3) == 3)
         await cores.release(4)
         #expect(await cores.inUse == 0)
-        // The provider: by default every core of this machine for a decode alone; a count from the
-        // spec as it is, holding one of cores / count permits.
-        func provider(_ values: [String: JSONValue]) throws -> WhisperProvider {
+        // The provider: by default every core the process may use for a decode alone (here a
+        // machine of 4 CPUs, as its files say); a count from the spec as it is, holding one of
+        // cores / count permits.
+        func provider(_ values: [String: JSONValue], _ files: [String: String]) throws -> WhisperProvider {
             WhisperProvider(
                 settings: try WhisperProvider.settings(
                     StageOptions(
                         stageID: "asr", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
-                        specs: WhisperProvider.options)))
+                        specs: WhisperProvider.options)),
+                cpu: CPUReader(files: files, processors: 64))
         }
-        let all = ProcessInfo.processInfo.activeProcessorCount
-        let auto = try #require(await try provider([:]).takeCores(runnableElsewhere: { 0 }))
-        #expect(auto.threads == all && auto.permits == all)
-        let unknown = try #require(await try provider([:]).takeCores(runnableElsewhere: { nil }))
-        #expect(unknown.threads == all)
-        // Cores other processes keep busy right now are left to them; at least one is taken.
-        let loaded = try #require(await try provider([:]).takeCores(runnableElsewhere: { all + 3 }))
-        #expect(loaded.threads == 1 && loaded.permits == 1)
-        if all > 1 {
-            let one = try #require(await try provider([:]).takeCores(runnableElsewhere: { 1 }))
-            #expect(one.threads == all - 1 && one.permits == all - 1)
+        func machine(pressure avg10: Double, _ avg60: Double, quota: String = "max 100000") -> [String: String] {
+            [
+                "/proc/self/status": "Cpus_allowed_list:\t0-3\n", "/proc/self/cgroup": "0::/job\n",
+                "/sys/fs/cgroup/job/cpu.max": quota + "\n",
+                "/sys/fs/cgroup/job/cpu.pressure": "some avg10=\(avg10) avg60=\(avg60) avg300=0.00 total=1\n",
+                // Host-wide: never read.
+                "/proc/loadavg": "9.00 9.00 9.00 12/400 1\n",
+                "/proc/pressure/cpu": "some avg10=99 avg60=99 avg300=99 total=1\n",
+            ]
         }
-        let three = try #require(await try provider(["threads": 3]).takeCores(runnableElsewhere: { all }))
+        let idle = try #require(await try provider([:], machine(pressure: 0, 0)).takeCores())
+        #expect(idle.threads == 4 && idle.permits == 4)
+        var unreadable = machine(pressure: 0, 0)
+        unreadable["/sys/fs/cgroup/job/cpu.pressure"] = nil
+        #expect(try #require(await try provider([:], unreadable).takeCores()).threads == 4)
+        // Sustained pressure in the process's own cgroup: one core is left to the work waiting.
+        let loaded = try #require(await try provider([:], machine(pressure: 70, 35)).takeCores())
+        #expect(loaded.threads == 3 && loaded.permits == 3)
+        // A burst is not sustained.
+        #expect(try #require(await try provider([:], machine(pressure: 30, 5)).takeCores()).threads == 4)
+        // The cgroup's quota caps the cores, and the decodes at once with them.
+        let quota = try provider([:], machine(pressure: 0, 0, quota: "150000 100000"))
+        #expect(try #require(await quota.takeCores()).threads == 2)
+        let oneCPU = try provider([:], machine(pressure: 90, 90, quota: "100000 100000"))
+        let one = try #require(await oneCPU.takeCores())
+        #expect(one.threads == 1 && one.permits == 1)
+        let three = try #require(await try provider(["threads": 3], machine(pressure: 90, 90)).takeCores())
         #expect(three.threads == 3 && three.permits == 1)
     }
 
