@@ -90,51 +90,36 @@ struct JoinAnswer: Encodable, Sendable {
     var success = true
     var appId: String
     var channel: String
-    var token: String?
+    /// null when no certificate signs tokens.
+    @EncodesNull var token: String?
     var message: String
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(success, forKey: .success)
-        try c.encode(appId, forKey: .appId)
-        try c.encode(channel, forKey: .channel)
-        try c.encode(token, forKey: .token)  // null when no certificate signs tokens
-        try c.encode(message, forKey: .message)
-    }
-
-    enum CodingKeys: String, CodingKey { case success, appId, channel, token, message }
 }
 
 struct StopAnswer: Encodable, Sendable {
     var success = true
     var message: String
-    var previousChannel: String?
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(success, forKey: .success)
-        try c.encode(message, forKey: .message)
-        try c.encode(previousChannel, forKey: .previousChannel)
-    }
-
-    enum CodingKeys: String, CodingKey { case success, message, previousChannel }
+    @EncodesNull var previousChannel: String?
 }
 
 struct StatusAnswer: Encodable, Sendable {
     var success = true
     var isRunning: Bool
-    var channel: String?
-    var startedAt: String?
+    @EncodesNull var channel: String?
+    @EncodesNull var startedAt: String?
+}
+
+/// An optional field written as `null` when it has no value (the app reads the key either way),
+/// where a synthesized encoding would leave the key out.
+@propertyWrapper
+struct EncodesNull<Value: Encodable & Sendable>: Encodable, Sendable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
 
     func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(success, forKey: .success)
-        try c.encode(isRunning, forKey: .isRunning)
-        try c.encode(channel, forKey: .channel)
-        try c.encode(startedAt, forKey: .startedAt)
+        var c = encoder.singleValueContainer()
+        try c.encode(wrappedValue)
     }
-
-    enum CodingKeys: String, CodingKey { case success, isRunning, channel, startedAt }
 }
 
 /// Every tutor route's failure: `{"success": false, "error": "…"}`.

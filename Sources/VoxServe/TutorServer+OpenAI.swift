@@ -284,18 +284,8 @@ struct OpenAIFailure: Encodable, Sendable {
     struct Body: Encodable, Sendable {
         var message: String
         var type: String
-        var param: String?
+        @EncodesNull var param: String?
         var code: String
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(message, forKey: .message)
-            try c.encode(type, forKey: .type)
-            try c.encode(param, forKey: .param)
-            try c.encode(code, forKey: .code)
-        }
-
-        enum CodingKeys: String, CodingKey { case message, type, param, code }
     }
 
     var error: Body
@@ -303,7 +293,7 @@ struct OpenAIFailure: Encodable, Sendable {
     init(_ failure: ServeError) {
         error = Body(
             message: failure.message, type: failure.status >= 500 ? "server_error" : "invalid_request_error",
-            code: failure.reason)
+            param: nil, code: failure.reason)
     }
 }
 
