@@ -67,4 +67,20 @@ import VoxTestSupport
         let rerun = try voxpipe(["run", spec, input.path, "-o", out.path])
         #expect(rerun.status == 0 && rerun.stderr.contains("2 items: 0 done, 2 skipped, 0 failed"), "\(rerun.stderr)")
     }
+
+    @Test func aPruneKilledAfterItsRenameGivesTheNestedItemsBackBeforeFinishing() throws {
+        let (input, out) = try nestedItems(in: temporaryDirectory(), old: [])
+        let replies = try Data(contentsOf: out.appendingPathComponent("a/b/replies.json"))
+        // A prune of a/ killed between moving the folder aside and moving a/b back.
+        let aside = out.appendingPathComponent("a.voxpipe-pruning")
+        try FileManager.default.moveItem(at: out.appendingPathComponent("a"), to: aside)
+        try FileManager.default.createDirectory(at: out.appendingPathComponent("a"), withIntermediateDirectories: true)
+
+        let prune = try voxpipe(["prune", out.path, "--older-than", "30d"])
+        #expect(prune.status == 0, "\(prune.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: aside.path))
+        #expect(try Data(contentsOf: out.appendingPathComponent("a/b/replies.json")) == replies)
+        let rerun = try voxpipe(["run", spec, input.path, "-o", out.path])
+        #expect(rerun.status == 0 && rerun.stderr.contains("2 items: 1 done, 1 skipped, 0 failed"), "\(rerun.stderr)")
+    }
 }
