@@ -5,19 +5,9 @@ import VoxTestSupport
 /// A suite's goldens and references stay in the suite's folder unless `--allow-outside` says
 /// otherwise, and are never a device, a FIFO or a file under /proc, /sys or /dev (issue 36, items 1-2).
 @Suite struct CheckOutsideTests {
-    /// A lesson as text under `dir/a/b/lessons` and a suite beside it with one expectation.
+    /// The text tutor's suite in `dir/a/b` (two folders down) with one expectation.
     func suite(in dir: URL, expectation: String) throws -> URL {
-        let folder = dir.appendingPathComponent("a/b")
-        let lessons = folder.appendingPathComponent("lessons")
-        try FileManager.default.createDirectory(at: lessons, withIntermediateDirectories: true)
-        try "Hallo, ich heiße Anna.\nWie geht es dir?\n".write(
-            to: lessons.appendingPathComponent("anna.txt"), atomically: true, encoding: .utf8)
-        let suite = folder.appendingPathComponent("tutor.check.json")
-        try """
-        {"spec": "\(packageRoot.appendingPathComponent("Pipelines/lesson-tutor-text.json").path)",
-         "inputs": ["lessons"], "expect": [\(expectation)]}
-        """.write(to: suite, atomically: true, encoding: .utf8)
-        return suite
+        try textTutorSuite(in: dir.appendingPathComponent("a/b"), expectations: expectation)
     }
 
     @Test func updateRefusesAGoldenOutsideTheSuitesFolderUntilAllowOutsideAllowsIt() throws {
