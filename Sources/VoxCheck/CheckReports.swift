@@ -59,19 +59,20 @@ public enum CheckReports {
         return summary.prettyData() + Data("\n".utf8)
     }
 
-    /// `ref.trn`, `hyp.trn` and (where outputs carry word times) `hyp.ctm`, in `folder`.
-    public static func writeSCTK(_ outcome: CheckOutcome, to folder: URL) throws {
+    /// `ref.trn`, `hyp.trn` and (where outputs carry word times) `hyp.ctm`, in `folder`, each
+    /// redacted by `secrets` when given.
+    public static func writeSCTK(_ outcome: CheckOutcome, to folder: URL, secrets: Secrets? = nil) throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try AtomicFile.write(
-            Data(SCTKExport.trn(outcome.scored.map { ($0.id, $0.reference) }).utf8),
-            to: folder.appendingPathComponent("ref.trn"))
-        try AtomicFile.write(
-            Data(SCTKExport.trn(outcome.scored.map { ($0.id, $0.hypothesis) }).utf8),
-            to: folder.appendingPathComponent("hyp.trn"))
+        func write(_ text: String, _ name: String) throws {
+            let data = Data(text.utf8)
+            try AtomicFile.write(secrets?.redact(data) ?? data, to: folder.appendingPathComponent(name))
+        }
+        try write(SCTKExport.trn(outcome.scored.map { ($0.id, $0.reference) }), "ref.trn")
+        try write(SCTKExport.trn(outcome.scored.map { ($0.id, $0.hypothesis) }), "hyp.trn")
         let timed = outcome.scored.flatMap { s in
             s.timed.map { (id: s.id, start: $0.start, end: $0.end, word: $0.word, confidence: $0.confidence) }
         }
-        try AtomicFile.write(Data(SCTKExport.ctm(timed).utf8), to: folder.appendingPathComponent("hyp.ctm"))
+        try write(SCTKExport.ctm(timed), "hyp.ctm")
     }
 
     static func escape(_ text: String) -> String { xmlEscaped(text) }

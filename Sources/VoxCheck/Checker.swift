@@ -64,17 +64,41 @@ public struct Checker {
     /// What the recogniser heard in each spoken file (`spokenFiles()`), by path, for
     /// intelligibility expectations.
     public let heard: [String: String]
+    /// The keys in use: reference and output texts are redacted before they are scored, so no
+    /// key reaches a message, an alignment or sclite's files (not even lowercased); nil: none.
+    public let secrets: Secrets?
 
     public init(
         suite: Suite, outputDirectory: URL, items: [CheckedItem], wallSeconds: Double? = nil,
-        heard: [String: String] = [:]
+        heard: [String: String] = [:], secrets: Secrets? = nil
     ) {
         self.suite = suite
         self.outputDirectory = outputDirectory
         self.items = items
         self.wallSeconds = wallSeconds
         self.heard = heard
+        self.secrets = secrets
     }
+
+    /// Checks every golden and reference path each item will use (`Suite.checkPath`) before
+    /// anything is read or written; throws the first that may not be used.
+    public func checkPaths() throws {
+        for e in suite.expectations {
+            for item in items where item.status != "failed" && fnmatch(e.item, item.name, 0) == 0 {
+                switch e.check {
+                case .golden(let named, _), .audio(let named, _):
+                    _ = try suite.checkedGolden(named, e, item: item.name)
+                case .errorRate(.file(let template), _, _):
+                    _ = try suite.checkedReference(template, e, item: item.name)
+                default:
+                    continue
+                }
+            }
+        }
+    }
+
+    /// `text` with every key in use redacted.
+    func redacted(_ text: String) -> String { secrets?.redact(text) ?? text }
 
     /// Evaluates everything; with `update`, golden and audio expectations first take the
     /// current outputs as their goldens (and then pass).
@@ -144,11 +168,11 @@ public struct Checker {
                     e, item: item, file: file, shown: shown, reference: reference, maxWER: maxWER, maxCER: maxCER,
                     result: result, outcome: &outcome)
             case .golden(let named, let rules):
-                let golden = suite.goldenURL(named, item: item.name, output: e.output)
+                let golden = try suite.checkedGolden(named, e, item: item.name)
                 if update { outcome.updates.append(try store(file, as: golden, rules: rules)) }
                 return try goldenFile(file, shown: shown, golden: golden, rules: rules, result: result)
             case .audio(let named, let tolerance):
-                let golden = suite.goldenURL(named, item: item.name, output: e.output)
+                let golden = try suite.checkedGolden(named, e, item: item.name)
                 if update { outcome.updates.append(try store(file, as: golden, rules: GoldenRules())) }
                 return try audio(file, shown: shown, golden: golden, tolerance: tolerance, result: result)
             case .matches(let pattern):
@@ -208,19 +232,19 @@ public struct Checker {
         result: CheckResult, outcome: inout CheckOutcome
     ) throws -> CheckResult {
         var result = result
+        // Redacted before scoring: normalisation would lowercase a key past the redaction of
+        // what is printed (a reference file may hold anything the suite's author pointed it at).
         let referenceText: String
         switch reference {
-        case .text(let text): referenceText = text
+        case .text(let text): referenceText = redacted(text)
         case .file(let template):
-            let url = URL(
-                fileURLWithPath: template.replacingOccurrences(of: "{item}", with: item.name), relativeTo: suite.folder
-            ).standardizedFileURL
-            guard let text = try? String(contentsOf: url, encoding: .utf8) else {
+            let url = try suite.checkedReference(template, e, item: item.name)
+            guard let data = try SuitePath.read(url), let text = String(data: data, encoding: .utf8) else {
                 throw VoxError(.badInput, "reference \(url.path) is missing or not UTF-8 text")
             }
-            referenceText = text
+            referenceText = redacted(text)
         }
-        let hypothesis = try outputText(file)
+        let hypothesis = redacted(try outputText(file))
         let (words, alignment) = Scoring.wordErrors(
             reference: referenceText, hypothesis: hypothesis, normalization: suite.normalization)
         let characters = Scoring.characterErrors(
@@ -265,7 +289,7 @@ public struct Checker {
         _ file: URL, shown: String, golden: URL, rules: GoldenRules, result: CheckResult
     ) throws -> CheckResult {
         var result = result
-        guard let expected = FileManager.default.contents(atPath: golden.path) else {
+        guard let expected = try SuitePath.read(golden) else {
             result.message = "\(shown): no golden at \(golden.path) (run check --update to write it)"
             return result
         }
@@ -327,7 +351,7 @@ public struct Checker {
     ) throws -> (path: String, change: String) {
         let actual = try Data(contentsOf: file)
         let change: String
-        if let old = FileManager.default.contents(atPath: golden.path) {
+        if let old = try SuitePath.read(golden) {
             if old == actual {
                 change = "same"
             } else if let a = try? JSONValue.parse(actual), let g = try? JSONValue.parse(old) {

@@ -62,6 +62,9 @@ public struct Suite: Sendable {
     public var normalization: TextNormalization
     public var budgets: Budgets
     public var expectations: [Expectation]
+    /// Whether goldens and references may lie outside the suite's folder (`check
+    /// --allow-outside`); devices, FIFOs and /proc, /sys and /dev files are refused even then.
+    public var allowOutside = false
 
     /// The suite's folder: paths in it resolve against this.
     public var folder: URL { url.deletingLastPathComponent() }
@@ -75,8 +78,10 @@ public struct Suite: Sendable {
         return folder.appendingPathComponent("goldens").appendingPathComponent(item).appendingPathComponent(output)
     }
 
-    /// Loads and checks a suite; a problem is `VoxError(.invalidSpec)` naming the JSON path.
-    public static func load(_ url: URL) throws -> Suite {
+    /// Loads and checks a suite; a problem is `VoxError(.invalidSpec)` naming the JSON path, or
+    /// the expectation, its item and the reason for a golden or reference path that may not be
+    /// used (`checkPath`; paths with `{item}` are checked per item by `Checker.checkPaths`).
+    public static func load(_ url: URL, allowOutside: Bool = false) throws -> Suite {
         func fail(_ path: String, _ message: String) -> VoxError {
             VoxError(.invalidSpec, "\(url.path): \(path): \(message)")
         }
@@ -152,10 +157,12 @@ public struct Suite: Sendable {
         for (i, value) in list.enumerated() {
             expectations.append(try expectation(value, index: i, normalization: normalization, fail: fail))
         }
-        return Suite(
+        let suite = Suite(
             url: url.standardizedFileURL, spec: URL(fileURLWithPath: spec, relativeTo: folder).standardizedFileURL,
             inputs: inputURLs,
-            normalization: normalization, budgets: budgets, expectations: expectations)
+            normalization: normalization, budgets: budgets, expectations: expectations, allowOutside: allowOutside)
+        try suite.checkFixedPaths()
+        return suite
     }
 
     static func expectation(

@@ -11,7 +11,8 @@ public enum ContainedFile {
     public enum Kind: Sendable, Equatable {
         case file, directory, symlink, fifo, socket, device, other
 
-        init(mode: mode_t) {
+        /// The kind of a `stat`'s `st_mode`.
+        public init(mode: mode_t) {
             switch mode & S_IFMT {
             case S_IFREG: self = .file
             case S_IFDIR: self = .directory

@@ -10,8 +10,10 @@ public final class ItemOutputs: Sendable {
     public let root: URL
     /// The item's folder, relative to `root`.
     public let folderName: String
-    /// Files reserved (temporary and final names) and the final paths taken.
-    private let state = Mutex<(pending: [(temp: URL, final: URL)], finals: Set<String>)>(([], []))
+    /// Files reserved (temporary and final names), the final paths taken, and the temporary
+    /// paths written (or described) since.
+    private let state = Mutex<(pending: [(temp: URL, final: URL)], finals: Set<String>, written: Set<String>)>(
+        ([], [], []))
 
     /// Marks temporary files, so a later run can find and remove those a killed run left.
     public static let temporaryMarker = ".voxpipe-tmp-"
@@ -130,11 +132,15 @@ public final class ItemOutputs: Sendable {
         }
     }
 
-    /// The final path of the reserved temporary file or folder `temp`.
+    /// The final path of the reserved temporary file or folder `temp`, which is now written: the
+    /// commit must find it.
     private func reserved(_ temp: URL) throws -> URL {
-        guard let final = state.withLock({ $0.pending.first(where: { $0.temp == temp })?.final }) else {
-            throw VoxError(.internal, "\(temp.path) was not reserved")
+        let final = state.withLock { state -> URL? in
+            guard let final = state.pending.first(where: { $0.temp == temp })?.final else { return nil }
+            state.written.insert(temp.path)
+            return final
         }
+        guard let final else { throw VoxError(.internal, "\(temp.path) was not reserved") }
         return final
     }
 
@@ -193,14 +199,28 @@ public final class ItemOutputs: Sendable {
     }
 
     /// Renames every reserved file into place; called by the runner when the item succeeded (and
-    /// by the stage harness, as the runner would).
+    /// by the stage harness, as the runner would). A written file that is gone (something else
+    /// removed it) fails the commit rather than leave an item done without it, and a folder in
+    /// the way is replaced only when it holds no item's manifest (another item's folder).
     public func commit() throws {
-        let moves = state.withLock { $0.pending }
+        let (moves, written) = state.withLock { ($0.pending, $0.written) }
         for (temp, final) in moves {
-            guard FileManager.default.fileExists(atPath: temp.path) else { continue }
+            guard FileManager.default.fileExists(atPath: temp.path) else {
+                // Reserved and never written: nothing to move.
+                guard !written.contains(temp.path) else {
+                    throw VoxError(.cannotCreate, "\(final.path) vanished before it was moved into place")
+                }
+                continue
+            }
             if rename(temp.path, final.path) != 0 {
-                // A folder (an evidence bag) replaces an older one of the same name.
+                // A folder (an evidence bag) replaces an older one of the same name; never another
+                // item's folder.
                 if errno == ENOTEMPTY || errno == EEXIST || errno == EISDIR {
+                    guard !Self.holdsItemManifest(final) else {
+                        throw VoxError(
+                            .cannotCreate, "cannot move \(final.path) into place: another item's output folder is there"
+                        )
+                    }
                     try? FileManager.default.removeItem(at: final)
                     if rename(temp.path, final.path) == 0 { continue }
                 }
@@ -213,14 +233,29 @@ public final class ItemOutputs: Sendable {
             fsync(fd)
             close(fd)
         }
-        state.withLock { $0.pending.removeAll() }
+        state.withLock {
+            $0.pending.removeAll()
+            $0.written.removeAll()
+        }
+    }
+
+    /// Whether an item manifest lies anywhere in `folder`.
+    static func holdsItemManifest(_ folder: URL) -> Bool {
+        guard let enumerator = FileManager.default.enumerator(atPath: folder.path) else { return false }
+        for case let path as String in enumerator where (path as NSString).lastPathComponent == Ledger.manifestName {
+            return true
+        }
+        return false
     }
 
     /// Removes every reserved temporary file; called when the item failed or was abandoned.
     public func discard() {
         let moves = state.withLock { $0.pending }
         for (temp, _) in moves { try? FileManager.default.removeItem(at: temp) }
-        state.withLock { $0.pending.removeAll() }
+        state.withLock {
+            $0.pending.removeAll()
+            $0.written.removeAll()
+        }
         // Leave no empty folder behind for an item that wrote nothing.
         rmdir(folder.path)
     }

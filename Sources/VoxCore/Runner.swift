@@ -136,9 +136,14 @@ public struct Runner: Sendable {
 
     /// Runs every item and returns their results in input order. Once an item fails because the
     /// output takes nothing more (`VoxFailure.outputFull`), no other item starts: the results
-    /// then hold only the items that ran (`outputFull(in:)` finds why).
-    public func run(_ items: [InputFile], observer: (any RunObserver)? = nil) async -> [ItemResult] {
+    /// then hold only the items that ran (`outputFull(in:)` finds why). An item whose output
+    /// folder would be another item's output (`Plan.outputCollisions`, over `listing`: the whole
+    /// input listing when `items` are one shard of it) fails before it runs, whatever ran first.
+    public func run(
+        _ items: [InputFile], listing: [InputFile]? = nil, observer: (any RunObserver)? = nil
+    ) async -> [ItemResult] {
         observer?.handle(.started(total: items.count))
+        let collisions = plan.outputCollisions(among: listing ?? items)
         var perItem = [[ItemResult]?](repeating: nil, count: items.count)
         await withTaskGroup(of: (Int, [ItemResult]).self) { group in
             var next = 0
@@ -148,7 +153,10 @@ public struct Runner: Sendable {
                 let index = next
                 next += 1
                 observer?.handle(.itemStarted(items[index]))
-                group.addTask { (index, await processSplitting(items[index], observer: observer)) }
+                let collision = collisions[items[index].outputName]
+                group.addTask {
+                    (index, await processSplitting(items[index], collision: collision, observer: observer))
+                }
             }
             for _ in 0..<min(options.jobs, items.count) { startNext() }
             while let (index, itemResults) = await group.next() {
@@ -164,8 +172,18 @@ public struct Runner: Sendable {
 
     /// Runs a file: each item it becomes in turn when a stage declares the item-expansion role
     /// and makes it several (or a part), else the file itself. A file that cannot be expanded
-    /// fails at that stage.
-    func processSplitting(_ item: InputFile, observer: (any RunObserver)?) async -> [ItemResult] {
+    /// fails at that stage; one whose output folder collides with another item's output fails
+    /// with `collision` as its reason, before anything is read.
+    func processSplitting(
+        _ item: InputFile, collision: String? = nil, observer: (any RunObserver)?
+    ) async -> [ItemResult] {
+        if let collision {
+            let result = ItemResult(
+                item: item, status: .failed,
+                failure: Self.failure(VoxError(.usage, collision), stage: "output", kind: "folder", item: item))
+            observer?.handle(.itemFinished(result))
+            return [result]
+        }
         let parts: [InputFile]
         do {
             // A sidecar is read and a header probed (ffprobe, for some): off the cooperative pool.

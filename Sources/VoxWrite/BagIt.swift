@@ -47,7 +47,10 @@ public enum BagIt {
     /// holds only folders and regular files: a symbolic link anywhere in it, a FIFO, socket or
     /// device is a problem, and is never followed or read; every payload file under `data/` must
     /// be listed in each payload manifest. Every file is read through `ContainedFile`, so nothing
-    /// a manifest names (or a link swapped in) reaches outside the bag.
+    /// a manifest names (or a link swapped in) reaches outside the bag. Names are compared byte
+    /// for byte (a file system keeps a name's bytes, and Swift's `==` takes an NFC and an NFD
+    /// name for one): an unlisted file whose name is a listed name in another Unicode
+    /// normalisation is named as that name's unlisted twin.
     public static func verify(bag: URL) -> [String] {
         var problems: [String] = []
         guard let declaration = text(bag, "bagit.txt") else { return ["bagit.txt: missing or unreadable"] }
@@ -56,16 +59,18 @@ public enum BagIt {
         for entry in entries where entry.kind != .file && entry.kind != .directory {
             problems.append("\(entry.path): \(entry.kind.described), not a regular file")
         }
-        let present = Set(entries.filter { $0.kind == .file && $0.path.hasPrefix("data/") }.map(\.path))
+        let present = Set(entries.filter { $0.kind == .file && $0.path.hasPrefix("data/") }.map { ExactName($0.path) })
         for (name, algorithm) in payloadManifests {
             guard let entries = manifest(bag, name) else {
                 problems.append("\(name): missing or malformed")
                 continue
             }
-            let listed = Set(entries.map(\.path))
-            for path in present.subtracting(listed).sorted() { problems.append("\(path): not listed in \(name)") }
+            let listed = Set(entries.map { ExactName($0.path) })
+            for path in present.subtracting(listed).map(\.text).sorted() {
+                problems.append("\(path): not listed in \(name)\(twinNote(path, listed: entries.map(\.path)))")
+            }
             for (hex, path) in entries {
-                guard present.contains(path) else {
+                guard present.contains(ExactName(path)) else {
                     problems.append("\(path): listed in \(name) but missing")
                     continue
                 }
@@ -80,8 +85,8 @@ public enum BagIt {
         {
             let total = present.reduce(Int64(0)) {
                 $0
-                    + ((try? FileManager.default.attributesOfItem(atPath: bag.appendingPathComponent($1).path)[.size]
-                        as? NSNumber)?.int64Value ?? 0)
+                    + ((try? FileManager.default.attributesOfItem(atPath: bag.appendingPathComponent($1.text).path)[
+                        .size] as? NSNumber)?.int64Value ?? 0)
             }
             let declared = line.dropFirst("Payload-Oxum:".count).trimmingCharacters(in: .whitespaces)
             if declared != "\(total).\(present.count)" {
@@ -113,14 +118,44 @@ public enum BagIt {
             let tagFiles = Set(
                 ((try? FileManager.default.contentsOfDirectory(atPath: bag.path)) ?? []).filter {
                     $0 != "data" && $0 != tagManifest.name
-                })
-            for extra in tagFiles.subtracting(entries.map(\.path)).sorted() {
-                problems.append("\(extra): not listed in \(tagManifest.name)")
+                }.map(ExactName.init))
+            for extra in tagFiles.subtracting(entries.map { ExactName($0.path) }).map(\.text).sorted() {
+                problems.append(
+                    "\(extra): not listed in \(tagManifest.name)\(twinNote(extra, listed: entries.map(\.path)))")
             }
         } else {
             problems.append("\(tagManifest.name): missing or malformed")
         }
         return problems
+    }
+
+    /// A name compared and hashed by its UTF-8 bytes, not by Swift's canonical equivalence.
+    struct ExactName: Hashable {
+        let text: String
+        let bytes: [UInt8]
+
+        init(_ text: String) {
+            self.text = text
+            bytes = Array(text.utf8)
+        }
+
+        static func == (a: ExactName, b: ExactName) -> Bool { a.bytes == b.bytes }
+        func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+    }
+
+    /// For an unlisted name that a listed one equals in another Unicode normalisation, what
+    /// tells them apart: ` (an unlisted twin of data/café.txt: the same name in NFD bytes, the
+    /// listed one in NFC)`; else empty.
+    static func twinNote(_ path: String, listed: [String]) -> String {
+        guard let twin = listed.first(where: { $0 == path && !$0.utf8.elementsEqual(path.utf8) }) else { return "" }
+        return " (an unlisted twin of \(twin): the same name in \(form(path)) bytes, the listed one in \(form(twin)))"
+    }
+
+    /// Which Unicode normalisation form `text`'s bytes are in: NFC, NFD or neither.
+    static func form(_ text: String) -> String {
+        if text.utf8.elementsEqual(text.precomposedStringWithCanonicalMapping.utf8) { return "NFC" }
+        if text.utf8.elementsEqual(text.decomposedStringWithCanonicalMapping.utf8) { return "NFD" }
+        return "mixed"
     }
 
     /// Every regular file under `folder`, as sorted paths relative to it (links not followed).

@@ -35,10 +35,20 @@ struct CheckCommand: AsyncParsableCommand {
     var sctk: String?
     @Flag(help: "Take the current outputs as the goldens (written beside the suite), printing what changed.")
     var update = false
+    @Flag(
+        help: """
+            Let goldens and references lie outside the suite's folder (links followed); devices, FIFOs and \
+            files under /proc, /sys and /dev are refused even then.
+            """)
+    var allowOutside = false
 
     func run() async throws {
         let loaded: Suite
-        do { loaded = try Suite.load(URL(fileURLWithPath: suite)) } catch { throw fail(error) }
+        do {
+            loaded = try Suite.load(URL(fileURLWithPath: suite), allowOutside: allowOutside)
+        } catch {
+            throw fail(error)
+        }
         let temporary = output == nil
         let out =
             output.map { URL(fileURLWithPath: $0).standardizedFileURL }
@@ -89,11 +99,15 @@ struct CheckCommand: AsyncParsableCommand {
 func evaluateChecks(
     _ suite: Suite, outputDirectory: URL, items: [CheckedItem], reports: CheckReportPaths, seconds: Double
 ) async throws -> Bool {
-    let spoken = Checker(suite: suite, outputDirectory: outputDirectory, items: items).spokenFiles()
+    let paths = Checker(suite: suite, outputDirectory: outputDirectory, items: items)
+    // Every golden and reference each item uses, before anything is read or written.
+    do { try paths.checkPaths() } catch { throw fail(error) }
+    let spoken = paths.spokenFiles()
     let heard: [String: String]
     do { heard = try await hearSpoken(spoken, suite: suite) } catch { throw fail(error) }
     let outcome = Checker(
-        suite: suite, outputDirectory: outputDirectory, items: items, wallSeconds: seconds, heard: heard
+        suite: suite, outputDirectory: outputDirectory, items: items, wallSeconds: seconds, heard: heard,
+        secrets: processSecrets
     ).evaluate(update: reports.update)
     for update in outcome.updates { printError("golden \(update.path): \(update.change)") }
     var lines: [String] = []
@@ -118,7 +132,9 @@ func evaluateChecks(
         if let path = reports.json {
             try AtomicFile.write(redacted(CheckReports.json(outcome, suite: suite)), to: URL(fileURLWithPath: path))
         }
-        if let path = reports.sctk { try CheckReports.writeSCTK(outcome, to: URL(fileURLWithPath: path)) }
+        if let path = reports.sctk {
+            try CheckReports.writeSCTK(outcome, to: URL(fileURLWithPath: path), secrets: processSecrets)
+        }
     } catch {
         throw fail(error)
     }

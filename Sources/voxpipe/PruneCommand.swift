@@ -54,8 +54,18 @@ struct PruneCommand: ParsableCommand {
         let cutoff = Date().addingTimeInterval(-(Self.seconds(olderThan) ?? 0))
         var freed: Int64 = 0, pruned = 0, held = 0, kept = 0
         for leftover in Self.folders(under: root, named: { $0.hasSuffix(Self.pruningSuffix) }) {
-            // A prune killed between its rename and its delete: finish it.
-            if !dryRun { try? FileManager.default.removeItem(at: leftover) }
+            // A prune killed between its rename and its delete: finish it, after giving the items
+            // nested in it back to the folder they were in.
+            guard !dryRun else { continue }
+            let folder = leftover.deletingLastPathComponent().appendingPathComponent(
+                String(leftover.lastPathComponent.dropLast(Self.pruningSuffix.count)))
+            do {
+                try Self.moveNestedItems(from: leftover, to: folder)
+            } catch {
+                throw fail(
+                    VoxError(.cannotCreate, "\(leftover.path): cannot restore the items in it: \(describe(error))"))
+            }
+            try? FileManager.default.removeItem(at: leftover)
         }
         for manifestURL in Self.manifests(under: root) {
             let folder = manifestURL.deletingLastPathComponent()
@@ -70,12 +80,13 @@ struct PruneCommand: ParsableCommand {
                 kept += 1
                 continue
             }
-            if Self.onLegalHold(folder) {
+            let nested = Set(Self.nestedItems(in: folder))
+            if Self.onLegalHold(folder, skipping: nested) {
                 held += 1
                 printLine("held    \(name) (legal hold)")
                 continue
             }
-            let bytes = Self.size(of: folder)
+            let bytes = Self.size(of: folder, skipping: nested)
             printLine(
                 "\(dryRun ? "would prune" : "pruned") \(name) (finished \(manifest.finished), \(Self.megabytes(bytes)))"
             )
@@ -83,12 +94,15 @@ struct PruneCommand: ParsableCommand {
             freed += bytes
             guard !dryRun else { continue }
             do {
-                // Whole or not at all: the folder moves aside in one rename, the tombstone
-                // manifest goes into a new empty folder, then the old one is deleted.
+                // Whole or not at all: the folder moves aside in one rename, the items nested in
+                // it (`a/b/` of `a/`) move back into a new folder, the tombstone manifest goes in
+                // beside them, then the old folder is deleted. A prune killed on the way leaves
+                // the folder aside, which the next prune restores the nested items from.
                 let aside = folder.deletingLastPathComponent().appendingPathComponent(
                     folder.lastPathComponent + Self.pruningSuffix)
                 try FileManager.default.moveItem(at: folder, to: aside)
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try Self.moveNestedItems(from: aside, to: folder)
                 manifest.pruned = ISO8601DateFormatter().string(from: Date())
                 manifest.artifacts = []
                 let encoder = JSONEncoder()
@@ -106,6 +120,34 @@ struct PruneCommand: ParsableCommand {
     }
 
     static let pruningSuffix = ".voxpipe-pruning"
+
+    /// The folders below `folder` (not itself) that are items of their own (hold a manifest),
+    /// outermost only, as paths relative to it: what pruning `folder`'s item must leave alone.
+    static func nestedItems(in folder: URL) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: folder.path) else { return [] }
+        var found: [String] = []
+        for case let path as String in enumerator {
+            var isDirectory: ObjCBool = false
+            let url = folder.appendingPathComponent(path)
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue,
+                FileManager.default.fileExists(atPath: url.appendingPathComponent(Ledger.manifestName).path)
+            else { continue }
+            found.append(path)
+            enumerator.skipDescendants()
+        }
+        return found.sorted()
+    }
+
+    /// Moves each item nested in `aside` to the same place under `folder` (one rename each,
+    /// making the folders between), unless something is there already.
+    static func moveNestedItems(from aside: URL, to folder: URL) throws {
+        for path in nestedItems(in: aside) {
+            let target = folder.appendingPathComponent(path)
+            guard !FileManager.default.fileExists(atPath: target.path) else { continue }
+            try ItemOutputs.createFolder(target.deletingLastPathComponent())
+            try FileManager.default.moveItem(at: aside.appendingPathComponent(path), to: target)
+        }
+    }
 
     static func megabytes(_ bytes: Int64) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
 
@@ -135,12 +177,17 @@ struct PruneCommand: ParsableCommand {
 
     /// Whether a report in the item's bags is on legal hold: the window's own reports where the
     /// bag is a report window, else any report of the sidecar.
-    static func onLegalHold(_ folder: URL) -> Bool {
-        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else {
-            return false
-        }
-        for case let url as URL in enumerator
-        where url.lastPathComponent == "report.json" && url.deletingLastPathComponent().lastPathComponent == "data" {
+    /// Items nested in `folder` (`skipping`, relative paths) are their own: not looked in.
+    static func onLegalHold(_ folder: URL, skipping nested: Set<String> = []) -> Bool {
+        guard let enumerator = FileManager.default.enumerator(atPath: folder.path) else { return false }
+        for case let path as String in enumerator {
+            if nested.contains(path) {
+                enumerator.skipDescendants()
+                continue
+            }
+            let url = folder.appendingPathComponent(path)
+            guard url.lastPathComponent == "report.json", url.deletingLastPathComponent().lastPathComponent == "data"
+            else { continue }
             guard let data = FileManager.default.contents(atPath: url.path),
                 let report = (try? JSONValue.parse(data))?.objectValue
             else { continue }
@@ -156,12 +203,19 @@ struct PruneCommand: ParsableCommand {
         return false
     }
 
-    static func size(of folder: URL) -> Int64 {
-        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileSizeKey])
-        else { return 0 }
+    /// The bytes of the files in `folder`, leaving out the items nested in it (`skipping`).
+    static func size(of folder: URL, skipping nested: Set<String> = []) -> Int64 {
+        guard let enumerator = FileManager.default.enumerator(atPath: folder.path) else { return 0 }
         var total: Int64 = 0
-        for case let url as URL in enumerator {
-            total += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
+        for case let path as String in enumerator {
+            if nested.contains(path) {
+                enumerator.skipDescendants()
+                continue
+            }
+            let attributes = try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(path).path)
+            if attributes?[.type] as? FileAttributeType == .typeRegular {
+                total += (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+            }
         }
         return total
     }

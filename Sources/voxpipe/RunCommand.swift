@@ -135,7 +135,7 @@ struct RunCommand: AsyncParsableCommand {
             }
 
             if dryRun {
-                printDryRun(plan: plan, items: items, options: options, shard: shard, total: all.count)
+                printDryRun(plan: plan, items: items, listing: all, options: options, shard: shard)
                 return
             }
             try ensureWritable(outputURL)
@@ -149,7 +149,7 @@ struct RunCommand: AsyncParsableCommand {
             if let shard { printError("shard \(shard): \(items.count) of \(all.count) items") }
 
             let progress = ProgressReporter(total: items.count)
-            let work = Task { await runner.run(items, observer: progress) }
+            let work = Task { await runner.run(items, listing: all, observer: progress) }
             signals.onFirst { work.cancel() }
             let results = await work.value
             let interrupted = signals.received
@@ -224,12 +224,20 @@ struct RunCommand: AsyncParsableCommand {
 
     /// `--dry-run`: one line per item on stdout, then the outputs each run would write.
     /// What `run` would do, item by item, decided as the runner decides (`RunOptions.decision`).
-    func printDryRun(plan: Plan, items: [InputFile], options: RunOptions, shard: Shard?, total: Int) {
+    func printDryRun(plan: Plan, items: [InputFile], listing: [InputFile], options: RunOptions, shard: Shard?) {
         let outputs = plan.plannedOutputs
+        let collisions = plan.outputCollisions(among: listing)
+        let total = listing.count
         var lines: [String] = []
         var runs = 0
         var count = 0
         for file in items {
+            if let collision = collisions[file.outputName] {
+                count += 1
+                runs += 1
+                lines.append("fail  \(file.relativePath) (\(collision))")
+                continue
+            }
             let parts: [InputFile]
             do {
                 parts = try plan.expand(file)

@@ -229,4 +229,40 @@ import VoxTestSupport
         let expected = VoxError(.cannotCreate, "cannot create \(bag.path)/bagit.txt: Is a directory")
         #expect(throws: expected) { try BagIt.finish(bag: bag, info: Self.info) }
     }
+
+    @Test func anUnlistedFileWhoseNameIsTheNFDTwinOfAListedNameFailsVerification() throws {
+        let bag = try bag(finish: false)
+        let nfc = "caf\u{E9}.txt", nfd = "cafe\u{301}.txt"
+        try Data("listed".utf8).write(to: bag.appendingPathComponent("data/\(nfc)"))
+        try BagIt.finish(bag: bag, info: Self.info)
+        #expect(BagIt.verify(bag: bag) == [])
+        try Data("twin!".utf8).write(to: bag.appendingPathComponent("data/\(nfd)"))
+        let twin = "an unlisted twin of data/\(nfc): the same name in NFD bytes, the listed one in NFC"
+        let expected = [
+            "data/\(nfd): not listed in manifest-sha256.txt (\(twin))",
+            "data/\(nfd): not listed in manifest-sha512.txt (\(twin))",
+            "bag-info.txt: Payload-Oxum 40.5 but the payload is 45.6",
+        ]
+        // Byte for byte: Swift's `==` takes an NFC and an NFD name for the same string.
+        let problems = BagIt.verify(bag: bag)
+        #expect(problems.map { Array($0.utf8) } == expected.map { Array($0.utf8) }, "\(problems)")
+    }
+
+    @Test func aListedNameWhoseFileIsOnlyThereAsItsNFDTwinIsMissing() throws {
+        let bag = try bag(finish: false)
+        let nfc = "caf\u{E9}.txt", nfd = "cafe\u{301}.txt"
+        try Data("listed".utf8).write(to: bag.appendingPathComponent("data/\(nfc)"))
+        try BagIt.finish(bag: bag, info: Self.info)
+        try FileManager.default.moveItem(
+            at: bag.appendingPathComponent("data/\(nfc)"), to: bag.appendingPathComponent("data/\(nfd)"))
+        let problems = BagIt.verify(bag: bag)
+        let twin = "an unlisted twin of data/\(nfc): the same name in NFD bytes, the listed one in NFC"
+        let expected = [
+            "data/\(nfd): not listed in manifest-sha256.txt (\(twin))",
+            "data/\(nfc): listed in manifest-sha256.txt but missing",
+            "data/\(nfd): not listed in manifest-sha512.txt (\(twin))",
+            "data/\(nfc): listed in manifest-sha512.txt but missing",
+        ]
+        #expect(problems.map { Array($0.utf8) } == expected.map { Array($0.utf8) }, "\(problems)")
+    }
 }

@@ -31,17 +31,10 @@ final class JUnitCounter: NSObject, XMLParserDelegate {
     /// A lesson as text, the text tutor spec, and a suite over them with a replies golden.
     func textSuite() throws -> (dir: URL, suite: URL) {
         let dir = temporaryDirectory()
-        let lessons = dir.appendingPathComponent("lessons")
-        try FileManager.default.createDirectory(at: lessons, withIntermediateDirectories: true)
-        try "Hallo, ich heiße Anna.\nWie geht es dir?\nGrüße aus der Straße!\n".write(
-            to: lessons.appendingPathComponent("anna.txt"), atomically: true, encoding: .utf8)
-        let suite = dir.appendingPathComponent("tutor.check.json")
-        try """
-        {"spec": "\(packageRoot.appendingPathComponent("Pipelines/lesson-tutor-text.json").path)",
-         "inputs": ["lessons"],
-         "expect": [{"item": "anna", "output": "replies.json", "golden": true},
-                    {"item": "anna", "output": "replies.json", "matches": "Grüße aus der Straße"}]}
-        """.write(to: suite, atomically: true, encoding: .utf8)
+        let suite = try textTutorSuite(
+            in: dir,
+            expectations: #"{"item": "anna", "output": "replies.json", "golden": true}, "#
+                + #"{"item": "anna", "output": "replies.json", "matches": "Grüße aus der Straße"}"#)
         return (dir, suite)
     }
 

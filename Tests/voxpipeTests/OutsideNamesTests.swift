@@ -174,4 +174,17 @@ import VoxTestSupport
                 "voxpipe: error: \(input.path)/upload.wav: decode (decode): report sidecar upload.json: "
                     + "a symbolic link; not followed\n"), "\(result.stderr)")
     }
+
+    @Test func verifyFailsABagWithAnUnlistedNFDTwinOfAListedName() throws {
+        let bag = temporaryDirectory().appendingPathComponent("evidence")
+        try makeBag(at: bag, files: ["caf\u{E9}.txt": "evidence"])
+        #expect(try voxpipe(["verify", bag.path]).status == 0)
+        try Data("planted".utf8).write(to: bag.appendingPathComponent("data/cafe\u{301}.txt"))
+        let result = try voxpipe(["verify", bag.path])
+        #expect(result.status == 1, "\(result.stdout)")
+        #expect(
+            result.stdout.hasPrefix("FAIL  \(bag.path): data/")
+                && result.stdout.contains("not listed in manifest-sha256.txt (an unlisted twin of data/"),
+            "\(result.stdout)")
+    }
 }

@@ -59,6 +59,22 @@ func run(
         stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
 }
 
+/// A suite over the text tutor (`Pipelines/lesson-tutor-text.json`) at `folder/tutor.check.json`,
+/// with one lesson as text beside it (`lessons/anna.txt`, item `anna`) and `expectations` (JSON
+/// objects, comma-separated).
+func textTutorSuite(in folder: URL, expectations: String) throws -> URL {
+    let lessons = folder.appendingPathComponent("lessons")
+    try FileManager.default.createDirectory(at: lessons, withIntermediateDirectories: true)
+    try "Hallo, ich heiße Anna.\nWie geht es dir?\nGrüße aus der Straße!\n".write(
+        to: lessons.appendingPathComponent("anna.txt"), atomically: true, encoding: .utf8)
+    let suite = folder.appendingPathComponent("tutor.check.json")
+    try """
+    {"spec": "\(packageRoot.appendingPathComponent("Pipelines/lesson-tutor-text.json").path)",
+     "inputs": ["lessons"], "expect": [\(expectations)]}
+    """.write(to: suite, atomically: true, encoding: .utf8)
+    return suite
+}
+
 func writeSpec(_ json: String, in dir: URL, name: String = "spec.json") throws -> URL {
     let url = dir.appendingPathComponent(name)
     try Data(json.utf8).write(to: url)

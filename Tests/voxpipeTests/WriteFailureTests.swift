@@ -73,7 +73,7 @@ import VoxTestSupport
 
     @Test func anInputWhoseOutputsWouldGoWhereAManifestIsFailsAloneAndTheRunEnds() async throws {
         // `a.wav` writes out/a/voxpipe.manifest.json; `a/voxpipe.manifest.json.wav` would write
-        // into a folder of that name.
+        // into a folder of that name: it fails before it runs, whichever item would run first.
         let dir = temporaryDirectory()
         let input = try tones(1, in: dir)
         try FileManager.default.moveItem(
@@ -88,8 +88,9 @@ import VoxTestSupport
         #expect(result.status == 1, "\(result.stderr)")
         #expect(
             result.stderr.contains(
-                "voxpipe: error: \(input.path)/a/voxpipe.manifest.json.wav: audio (write-wav): cannot create folder "
-                    + "\(out.path)/a/voxpipe.manifest.json: File exists"), "\(result.stderr)")
+                "voxpipe: error: \(input.path)/a/voxpipe.manifest.json.wav: output (folder): output folder "
+                    + "a/voxpipe.manifest.json/ would be an output of item a.wav (voxpipe writes voxpipe.manifest.json "
+                    + "in a/); rename one of the two inputs\n"), "\(result.stderr)")
     }
 
     /// Every writer kind, on a disk with room for nothing (or, for the writer that copies another's
