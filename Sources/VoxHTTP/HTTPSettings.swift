@@ -92,12 +92,8 @@ public struct HTTPSettings: Sendable, Equatable {
         let key: String?
         let source: String
         if let apiKeyFile {
-            let keys = try KeyFile.read(apiKeyFile.path)
-            guard keys.count == 1 else {
-                throw VoxError(
-                    .unavailable, "the API key file \(apiKeyFile.path) holds \(keys.count) keys; a provider takes one")
-            }
-            key = keys[0]
+            // One key: a second line is a line break inside it, refused below as one (it would end a header).
+            key = try KeyFile.read(apiKeyFile.path).joined(separator: "\n")
             source = apiKeyFile.path
         } else {
             key = environment[apiKeyEnv]

@@ -264,7 +264,8 @@ final class RequestGate: ChannelDuplexHandler, RemovableChannelHandler {
             let body = ByteBuffer(string: #"{"error":"the request did not arrive in time","success":false}"#)
             fields[.contentLength] = String(body.readableBytes)
             fields[.server] = TutorServer.serverName
-            channel.write(HTTPResponsePart.head(HTTPResponse(status: .requestTimeout, headerFields: fields)), promise: nil)
+            channel.write(
+                HTTPResponsePart.head(HTTPResponse(status: .requestTimeout, headerFields: fields)), promise: nil)
             channel.write(HTTPResponsePart.body(body), promise: nil)
             channel.writeAndFlush(HTTPResponsePart.end(nil), promise: nil)
             rules.refused(route.name, 408, .zero)

@@ -70,7 +70,9 @@ struct SessionTable: Sendable {
         }
         if byID.count >= limit {
             let idle = byID.filter { isIdle($0.value, now: now) }.sorted {
-                ($0.value.anonymous ? 0 : 1, $0.value.lastUsed, $0.key) < ($1.value.anonymous ? 0 : 1, $1.value.lastUsed, $1.key)
+                ($0.value.anonymous ? 0 : 1, $0.value.lastUsed, $0.key) < (
+                    $1.value.anonymous ? 0 : 1, $1.value.lastUsed, $1.key
+                )
             }
             guard idle.count >= byID.count - limit + 1 else { return nil }
             for (key, old) in idle.prefix(byID.count - limit + 1) {

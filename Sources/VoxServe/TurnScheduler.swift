@@ -155,7 +155,8 @@ final class TurnScheduler: Sendable {
     }
 
     private func withdraw(_ turn: Int) {
-        let (withdrawn, started) = state.withLock { s -> (CheckedContinuation<Bool, Never>?, [CheckedContinuation<Bool, Never>]) in
+        let (withdrawn, started) = state.withLock {
+            s -> (CheckedContinuation<Bool, Never>?, [CheckedContinuation<Bool, Never>]) in
             guard case .removed(let start) = s.schedule.withdraw(turn) else { return (nil, []) }
             return (s.waiters.removeValue(forKey: turn), start.compactMap { s.waiters.removeValue(forKey: $0) })
         }

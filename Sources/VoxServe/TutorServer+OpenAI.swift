@@ -136,7 +136,9 @@ extension TutorServer {
                             text: span.text.trimmingCharacters(in: .whitespaces)))
                 }
             }
-            let words = transcripts.flatMap(\.words).map { VerboseTranscription.Word(word: $0.text, start: $0.start, end: $0.end) }
+            let words = transcripts.flatMap(\.words).map {
+                VerboseTranscription.Word(word: $0.text, start: $0.start, end: $0.end)
+            }
             return encoded(
                 200,
                 VerboseTranscription(

@@ -30,7 +30,8 @@ import Testing
         let route = RequestGate.Route(
             name: "/process-audio", refusal: ByteBuffer(string: #"{"success":false}"#), reachesAdmission: reaches)
         var rules = RequestGate.Rules(admission: admission, routes: [Self.path: route], retryAfter: 7) {
-            refusals.add($0, $1); _ = $2
+            refusals.add($0, $1)
+            _ = $2
         }
         rules.maxBodyBytes = maxBody
         rules.budget = budget

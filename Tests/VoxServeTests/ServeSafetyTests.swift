@@ -32,7 +32,8 @@ struct ServeSafetyTests {
     @Test func noCookieAForgedOneOrAnotherDevicesCannotReadChangeOrEndALearnersSession() async throws {
         let server = try await ServerFixture.start(spec: lessonTutor)
         let anna = Device(server, api: api)
-        let channel = try #require(try await anna.call("POST", "join-with-bot", ["userId": "anna"])["channel"] as? String)
+        let channel = try #require(
+            try await anna.call("POST", "join-with-bot", ["userId": "anna"])["channel"] as? String)
         _ = try await anna.say("Ich heiße Anna")
         let forged = "voxpipe_session=" + Sessions.makeID()
 
@@ -71,7 +72,8 @@ struct ServeSafetyTests {
     @Test func singleLearnerModeSharesTheLastJoinedSessionWithTurnsWithoutACookie() async throws {
         let server = try await ServerFixture.start(spec: lessonTutor) { $0.singleLearner = true }
         let kiosk = Device(server, api: api)
-        let channel = try #require(try await kiosk.call("POST", "join-with-bot", ["userId": "anna"])["channel"] as? String)
+        let channel = try #require(
+            try await kiosk.call("POST", "join-with-bot", ["userId": "anna"])["channel"] as? String)
         _ = try await kiosk.say("Ich heiße Anna")
         #expect(try await say(server, "Wie heiße ich?", cookie: nil)["reply"] as? String == Self.knowsAnna)
         let status = try await server.call("GET", "\(api)/status")

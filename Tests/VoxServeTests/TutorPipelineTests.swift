@@ -16,7 +16,8 @@ import VoxTranscribe
     /// nothing else changes, and a plan whose recogniser cannot translate has no such variant.
     @Test func theTranslatingPlanChangesOnlyTheWhisperStagesTask() throws {
         let spec = try JSONValue.parse(Data(contentsOf: lessonTutor))
-        let plan = try Planner.plan(json: spec, baseDirectory: lessonTutor.deletingLastPathComponent(), registry: registry)
+        let plan = try Planner.plan(
+            json: spec, baseDirectory: lessonTutor.deletingLastPathComponent(), registry: registry)
         func whisper(_ plan: Plan) throws -> WhisperProvider.Settings {
             let asr = try #require(plan.stage("asr")?.configuration as? TranscribeStage.Configuration)
             return try #require(asr.provider.settings as? WhisperProvider.Settings)
@@ -31,8 +32,8 @@ import VoxTranscribe
         let sphinx = try JSONValue.parse(
             Data(
                 #"""
-                {"stages": [{"id": "decode", "kind": "decode"}, {"id": "r", "kind": "resample", "rate": 16000, "channels": 1},
-                  {"id": "c", "kind": "chunk"}, {"id": "asr", "kind": "transcribe", "provider": {"name": "pocketsphinx"}}]}
+                {"stages": [{"id": "decode", "kind": "decode"},
+                  {"id": "r", "kind": "resample", "rate": 16000, "channels": 1}, {"id": "c", "kind": "chunk"}, {"id": "asr", "kind": "transcribe", "provider": {"name": "pocketsphinx"}}]}
                 """#.utf8))
         let other = try Planner.plan(json: sphinx, baseDirectory: temporaryDirectory(), registry: registry)
         #expect(other.translating() == nil)

@@ -163,8 +163,10 @@ extension ServeCommandTests {
         func models(_ key: String) throws -> String {
             try run(
                 "/usr/bin/curl",
-                ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(key)",
-                 "http://127.0.0.1:\(port)/v1/models"]
+                [
+                    "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(key)",
+                    "http://127.0.0.1:\(port)/v1/models",
+                ]
             ).stdout
         }
         #expect(try models("# the tutor app's key") == "401")
