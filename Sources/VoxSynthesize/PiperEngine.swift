@@ -70,17 +70,32 @@ final class PiperEngine: @unchecked Sendable {
 
     deinit { SherpaOnnxDestroyOfflineTts(tts) }
 
+    /// The longest phrase the model is given at once, in characters of espeak-ng's IPA (about
+    /// 1.5 a letter of English text: some 130 letters, 6-7 s of speech). The model's working
+    /// memory grows with the phrase, about 0.75 MiB an IPA character: a 4-KB text without
+    /// punctuation, one "sentence", had taken 4.7 GB; a phrase of this length takes 0.15 GB.
+    /// Sentences of ordinary replies are far shorter and are spoken whole, as before.
+    static let maxPhonemes = 200
+
     /// The sentences of `text` as the model's phonemes: espeak-ng's IPA clause by clause, each
     /// clause's punctuation kept (`,` `;` `:` pause, `.` `?` `!` end a sentence, as Piper's own
-    /// phonemizer does), decomposed (NFD) and without symbols the voice lacks.
+    /// phonemizer does), decomposed (NFD) and without symbols the voice lacks; a sentence longer
+    /// than `maxPhonemes` in parts (`TextPieces.bounded`: after a clause's punctuation, else
+    /// between words, else hard).
     func sentences(_ text: String) throws -> [[Int32]] {
         let clauses = try EspeakEngine.shared.phonemes(text, voice: config.espeakVoice)
         return Self.sentences(clauses, known: config.phonemeIDs)
     }
 
-    static func sentences(_ clauses: [(ipa: String, source: String)], known: [Unicode.Scalar: Int]) -> [[Int32]] {
+    static func sentences(
+        _ clauses: [(ipa: String, source: String)], known: [Unicode.Scalar: Int], maxPhonemes: Int = maxPhonemes
+    ) -> [[Int32]] {
         var sentences: [[Int32]] = []
         var current = ""
+        func close() {
+            sentences += TextPieces.bounded(current, maxCharacters: maxPhonemes).map { codepoints($0, known: known) }
+            current = ""
+        }
         for clause in clauses {
             let ipa = clause.ipa.trimmingCharacters(in: .whitespacesAndNewlines)
             let mark = terminator(clause.source)
@@ -92,10 +107,9 @@ final class PiperEngine: @unchecked Sendable {
             if mark == nil || ",;:".contains(mark ?? " ") {
                 continue
             }
-            sentences.append(codepoints(current, known: known))
-            current = ""
+            close()
         }
-        sentences.append(codepoints(current, known: known))
+        close()
         return sentences.filter { !$0.isEmpty }
     }
 

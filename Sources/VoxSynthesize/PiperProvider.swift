@@ -3,8 +3,9 @@ import VoxCore
 
 /// Piper voices in-process through sherpa-onnx's C API (onnxruntime on the CPU), offline: natural
 /// English from the voice `make setup` installs (en_US-joe-medium), or any Piper voice folder.
-/// Replies are phonemized by espeak-ng and spoken sentence by sentence, so the model's work (and
-/// memory) stays that of one sentence however long a reply is. One model per process, loaded at
+/// Replies are phonemized by espeak-ng and spoken sentence by sentence, a long sentence in phrases
+/// of at most `PiperEngine.maxPhonemes`, so the model's work (and memory) stays that of one bounded
+/// phrase however long a reply is, punctuated or not. One model per process, loaded at
 /// prepare and shared by every worker and stage. Noise is off: the same text gives the same samples.
 public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
     public static let name = "piper"
@@ -130,8 +131,8 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
         }
     }
 
-    /// Speaks `text` one sentence at a time, each handed on as it is made, with a short pause
-    /// before every sentence but the first. A reply in another language goes to espeak-ng (see
+    /// Speaks `text` one sentence (or phrase of a long one) at a time, each handed on as it is
+    /// made, with a short pause before every one but the first. A reply in another language goes to espeak-ng (see
     /// `otherLanguages`). A served request's speed scales the voice's.
     public func speak(
         _ text: String, language: String?, _ part: (_ format: AudioFormat, _ samples: [Float]) async throws -> Void

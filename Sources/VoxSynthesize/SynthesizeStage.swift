@@ -79,7 +79,8 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
 
     /// Long replies are spoken in pieces of whole sentences up to this many characters, so a
     /// very long reply never becomes one huge utterance (and short ones stay one call); a
-    /// "sentence" longer than this is cut at the last space before it.
+    /// "sentence" longer than this is cut at its best break before it (`TextPieces.bounded`).
+    /// espeak-ng itself speaks clause by clause in flat memory, and in a process of its own.
     static let maxPiece = 600
 
     let voice: EspeakEngine.Voice
@@ -133,48 +134,6 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
     }
 
     static func pieces(_ text: String) -> [String] { TextPieces.split(text, maxCharacters: maxPiece) }
-}
-
-/// Text cut for speech engines: whole sentences (. ! ? and line breaks) packed into pieces of
-/// at most `maxCharacters`; a longer sentence is cut at its last space before the limit.
-public enum TextPieces {
-    public static func split(_ text: String, maxCharacters: Int) -> [String] {
-        var packed: [String] = []
-        for sentence in sentences(text, maxCharacters: maxCharacters) {
-            if let last = packed.last, last.count + 1 + sentence.count <= maxCharacters {
-                packed[packed.count - 1] = last + " " + sentence
-            } else {
-                packed.append(sentence)
-            }
-        }
-        return packed
-    }
-
-    /// Sentences (and parts of over-long ones), trimmed, without empty ones.
-    public static func sentences(_ text: String, maxCharacters: Int) -> [String] {
-        var sentences: [String] = []
-        var current = ""
-        for ch in text {
-            current.append(ch)
-            if ".!?\n".contains(ch) {
-                sentences.append(current)
-                current = ""
-            }
-        }
-        sentences.append(current)
-        var out: [String] = []
-        for sentence in sentences {
-            var rest = Substring(sentence.trimmingCharacters(in: .whitespacesAndNewlines))
-            while rest.count > maxCharacters {
-                let limit = rest.index(rest.startIndex, offsetBy: maxCharacters)
-                let cut = rest[..<limit].lastIndex(of: " ") ?? limit
-                out.append(String(rest[..<cut]))
-                rest = rest[cut...].drop { $0 == " " }
-            }
-            if !rest.isEmpty { out.append(String(rest)) }
-        }
-        return out
-    }
 }
 
 /// `synthesize`: Reply → Speech. Speaks each reply through the provider the spec names; the audio
