@@ -48,6 +48,8 @@ let package = Package(
         .systemLibrary(name: "CWhisper", pkgConfig: "whisper"),
         // sherpa-onnx's C API (Piper voices), from PyPI's sherpa-onnx-core wheel by `make setup` (scripts/setup-piper.sh).
         .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
+        // glibc's malloc.h (part of libc): serve gives a request's memory back.
+        .systemLibrary(name: "CMalloc"),
 
         .target(
             name: "VoxCore",
@@ -90,7 +92,7 @@ let package = Package(
         .target(
             name: "VoxServe",
             dependencies: [
-                "VoxCore", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib",
+                "VoxCore", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib", "CMalloc",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

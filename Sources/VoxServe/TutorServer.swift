@@ -578,6 +578,8 @@ public final class TutorServer: Sendable {
         metrics.started()
         let started = ContinuousClock.now
         var (response, failure) = await work()
+        // What the request freed goes back now, not when the next request happens to reuse it.
+        HeapRelease.returnFreeMemory()
         if let failure, failure.status == 503 || failure.status == 429 {
             response.headers[.retryAfter] = String(failure.retryAfter ?? settings.retryAfter)
         }
