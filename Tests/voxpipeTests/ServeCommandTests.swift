@@ -12,32 +12,6 @@ struct ServeCommandTests {
     let lessonTutor = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")
     let germanClip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
 
-    /// Starts `voxpipe serve` on a free port; returns the process and the port it printed.
-    func serve(_ arguments: [String]) throws -> (Process, Int) {
-        let process = Process()
-        process.executableURL = voxpipeBinary
-        // A long turn timeout unless the test sets one: the suite may share a busy machine.
-        let timeout = arguments.contains("--timeout") ? [] : ["--timeout", "900"]
-        process.arguments = ["serve"] + arguments + timeout + ["--port", "0"]
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Read stderr up to the line that says where it listens (no sleeping: the read waits).
-        var text = ""
-        while !text.contains("\n") || !text.contains("serving") {
-            let data = err.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
-        }
-        guard let match = text.firstMatch(of: /127\.0\.0\.1:(\d+)/), let port = Int(match.1) else {
-            process.terminate()
-            throw HarnessError("voxpipe serve did not start: \(text)")
-        }
-        return (process, port)
-    }
-
     /// Runs `body` with `voxpipe serve` on the lesson tutor listening on the port it gets; stops it after.
     func servingTheTutor<T>(_ body: (Int) throws -> T) throws -> T {
         let (server, port) = try serve([lessonTutor.path])

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VoxCore
 import VoxTestSupport
+import VoxTesting
 
 /// The package's root folder.
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -87,6 +88,32 @@ func files(under dir: URL) -> [String] {
         FileManager.default.fileExists(atPath: dir.appendingPathComponent($0).path, isDirectory: &isDir)
         return !isDir.boolValue
     }.sorted()
+}
+
+/// Starts `voxpipe serve` on a free port; returns the process and the port it printed.
+func serve(_ arguments: [String]) throws -> (Process, Int) {
+    let process = Process()
+    process.executableURL = voxpipeBinary
+    // A long turn timeout unless the test sets one: the suite may share a busy machine.
+    let timeout = arguments.contains("--timeout") ? [] : ["--timeout", "900"]
+    process.arguments = ["serve"] + arguments + timeout + ["--port", "0"]
+    let err = Pipe()
+    process.standardError = err
+    process.standardOutput = FileHandle.nullDevice
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Read stderr up to the line that says where it listens (no sleeping: the read waits).
+    var text = ""
+    while !text.contains("\n") || !text.contains("serving") {
+        let data = err.fileHandleForReading.availableData
+        if data.isEmpty { break }
+        text += String(decoding: data, as: UTF8.self)
+    }
+    guard let match = text.firstMatch(of: /127\.0\.0\.1:(\d+)/), let port = Int(match.1) else {
+        process.terminate()
+        throw HarnessError("voxpipe serve did not start: \(text)")
+    }
+    return (process, port)
 }
 
 /// A voxpipe process started in the background.
