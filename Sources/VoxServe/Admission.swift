@@ -87,11 +87,7 @@ final class Admission: Sendable {
 /// glibc keeps freed memory in its arenas (a thread per decode uses arenas of its own), so
 /// without a trim a server's RSS stays near its peak long after the load.
 public enum MemoryTrim {
-    static func now() {
-        #if os(Linux)
-        _ = trim?(0)
-        #endif
-    }
+    static func now() { HeapRelease.returnFreeMemory() }
 
     /// Caps glibc's malloc arenas at `count` (its default is eight per core), unless the
     /// environment sets `MALLOC_ARENA_MAX`. Each arena keeps the small blocks a burst of turns
@@ -108,12 +104,4 @@ public enum MemoryTrim {
         _ = mallopt(arenaMax, Int32(clamping: max(1, count)))
         #endif
     }
-
-    #if os(Linux)
-    /// glibc's `malloc_trim` (malloc.h is not in Swift's Glibc module), looked up once.
-    private static let trim: (@convention(c) (Int) -> Int32)? = {
-        guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
-    }()
-    #endif
 }
