@@ -22,7 +22,7 @@ public enum Multipart {
         public var data: Data
     }
 
-    /// The most parts a body may have, skipped ones included (a transcription form has at most 8).
+    /// The most parts a body may have, skipped ones included (an OpenAI transcription form has about ten).
     public static let maxParts = 64
     /// The most bytes a part's headers may take, the CRLFs ending them included.
     public static let maxHeaderBytes = 8 * 1024
