@@ -17,6 +17,7 @@ let package = Package(
             targets: [
                 "VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply",
                 "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages", "VoxFieldService", "VoxModeration",
+                "VoxServe",
             ]),
         // The stage harness, for the test targets and the fuzzer; the executable does not link it.
         .library(name: "VoxTesting", targets: ["VoxTesting"]),

@@ -24,6 +24,7 @@ extension FuzzTarget {
 /// Every target by name.
 let targetNames = [
     "decode", "upload", "sidecar", "spec", "rules", "bagit", "chunks", "http", "ledger", "join", "verify",
+    "multipart", "mp4",
 ]
 
 func makeTarget(_ name: String, workspace: URL, root: URL) throws -> any FuzzTarget {
@@ -39,6 +40,8 @@ func makeTarget(_ name: String, workspace: URL, root: URL) throws -> any FuzzTar
     case "ledger": return try LedgerTarget(workspace: workspace)
     case "join": return JoinTarget(workspace: workspace)
     case "verify": return try VerifyTarget(workspace: workspace)
+    case "multipart": return MultipartTarget()
+    case "mp4": return MP4Target(workspace: workspace)
     default: fail("VOXFUZZ_TARGET=\(name) is not a target (one of: \(targetNames.joined(separator: ", ")))")
     }
 }

@@ -117,7 +117,7 @@ struct SpecRun {
         context = StageContext(
             logger: Logger(label: "voxfuzz"), rateConversion: SoxrRateConversion(),
             provenance: Provenance(
-                spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.provenance))
+                spec: plan.spec, specFingerprint: "fuzz", software: ["voxpipe": "fuzz"], stages: plan.plannedStages))
         output = workspace.appendingPathComponent("out")
     }
 
