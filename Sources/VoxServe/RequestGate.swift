@@ -80,6 +80,8 @@ final class RequestGate: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes this connection holds of the budget.
     private var held = 0
     private var deadline: Scheduled<Void>?
+    /// Bytes of the next head have come (its deadline runs).
+    private var headStarted = false
     private var quiescing = false
 
     init(_ rules: Rules) { self.rules = rules }
@@ -103,8 +105,6 @@ final class RequestGate: ChannelDuplexHandler, RemovableChannelHandler {
         }
         context.fireChannelReadComplete()
     }
-
-    private var headStarted = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let arrived = ContinuousClock.now
@@ -180,20 +180,12 @@ final class RequestGate: ChannelDuplexHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
             quiescing = true
-            // A connection reading a request (a half-sent body) or idle ends now; one whose request
-            // is being answered ends after its answer (Hummingbird's own handler sees to that).
-            switch reading {
-            case .holding, .discarding, .head:
+            // Only a connection whose request is being answered stays, to end after its answer
+            // (Hummingbird's own handler sees to that); one reading a request (a half-sent body) or
+            // idle ends now.
+            guard case .idle = reading, unanswered > 0 else {
                 context.close(promise: nil)
                 return
-            case .passing:
-                context.close(promise: nil)
-                return
-            case .idle where unanswered == 0:
-                context.close(promise: nil)
-                return
-            case .idle:
-                break
             }
         }
         context.fireUserInboundEventTriggered(event)
