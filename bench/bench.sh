@@ -87,7 +87,7 @@ echo "jobs 1: ${j1% *}s   jobs 2: ${j2% *}s   speed-up $(ratio "${j1% *}" "${j2%
 # --- transcription (issue 3) -----------------------------------------------------------------
 # pocketsphinx through voxpipe: Pipelines/transcribe.json with the pocketsphinx provider.
 PS_SPEC=$W/transcribe-pocketsphinx.json
-sed 's/{ "name": "whisper", "model": "base", "language": "auto" }/{ "name": "pocketsphinx" }/' Pipelines/transcribe.json > "$PS_SPEC"
+sed 's/{ "name": "whisper", "model": "base", "language": "auto" }/{ "name": "pocketsphinx" }/; s/, "joinPause": 3//' Pipelines/transcribe.json > "$PS_SPEC"
 grep -q pocketsphinx "$PS_SPEC" || { echo "bench: could not make the pocketsphinx spec" >&2; exit 1; }
 
 echo

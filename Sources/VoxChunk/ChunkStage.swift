@@ -52,6 +52,11 @@ public struct ChunkStage: Stage {
             "maxSeconds", .number(0.5...3600), default: 30,
             help: "voice: longer turns are split at their quietest point."),
         OptionSpec(
+            "joinPause", .number(0...60), default: 0,
+            help:
+                "voice: segments with pauses up to this long between them are one chunk (pauses kept) while it fits "
+                + "in maxSeconds, cut at its last pause: fewer, longer chunks for Whisper's 30-s window (0: off)."),
+        OptionSpec(
             "threshold", .number(1...60), default: 12,
             help: "voice, energy: dB above the noise floor that counts as speech."),
         OptionSpec(
@@ -80,7 +85,7 @@ public struct ChunkStage: Stage {
         }
         for name in [
             "minSilence", "padding", "minSeconds", "maxSeconds", "threshold", "detector", "vadModel",
-            "speechProbability",
+            "speechProbability", "joinPause",
         ]
         where mode != .voice && options.isSet(name) {
             throw options.error(name, "applies to mode voice only")
@@ -102,7 +107,10 @@ public struct ChunkStage: Stage {
                         options.string("vadModel") ?? "silero", baseDirectory: options.baseDirectory
                     )
                     .file) : .energy,
-            speechProbability: options.double("speechProbability") ?? 0.5)
+            speechProbability: options.double("speechProbability") ?? 0.5, joinPause: options.double("joinPause") ?? 0)
+        if voice.joinPause > 0 && voice.joinPause <= voice.minSilence {
+            throw options.error("joinPause", "must be longer than minSilence (\(voice.minSilence) s), or 0")
+        }
         if voice.minSeconds >= voice.maxSeconds {
             throw options.error("minSeconds", "must be less than maxSeconds (\(voice.maxSeconds))")
         }

@@ -17,6 +17,15 @@ import VoxCore
 /// side; those shorter than `minSeconds` are dropped; a turn longer than `maxSeconds` is split at
 /// its quietest 10 ms frame in the second half of the allowed length, which is a pause between
 /// words where the turn has one.
+///
+/// Joining (`joinPause`): segments with pauses of at most `joinPause` between them stay one chunk,
+/// pauses included, as long as it fits in `maxSeconds`; one that would not fit is cut at its last
+/// pause of `minSilence` or more (a sentence boundary), and only a stretch with no such pause at
+/// its quietest frame. A transcriber that encodes a fixed 30-s window (Whisper) then encodes a
+/// recording in about as many windows as its length needs, not one per sentence:
+///
+///   speech   ███ ·· ████ · ██████ ··· ███ ········· ████
+///   chunks   [ one chunk: pauses ≤ joinPause kept   ] [ next ]     (each ≤ maxSeconds)
 public enum VoiceDetector {
     public struct Settings: Sendable, Equatable {
         public var minSilence: Double
@@ -26,10 +35,13 @@ public enum VoiceDetector {
         public var thresholdDB: Double
         public var detector: Detector
         public var speechProbability: Double
+        /// Pauses up to this long (seconds) inside one chunk; 0: a pause of `minSilence` ends it.
+        public var joinPause: Double
 
         public init(
             minSilence: Double = 0.5, padding: Double = 0.2, minSeconds: Double = 0.25, maxSeconds: Double = 30,
-            thresholdDB: Double = 12, detector: Detector = .energy, speechProbability: Double = 0.5
+            thresholdDB: Double = 12, detector: Detector = .energy, speechProbability: Double = 0.5,
+            joinPause: Double = 0
         ) {
             self.minSilence = minSilence
             self.padding = padding
@@ -38,6 +50,7 @@ public enum VoiceDetector {
             self.thresholdDB = thresholdDB
             self.detector = detector
             self.speechProbability = speechProbability
+            self.joinPause = joinPause
         }
     }
 
@@ -60,6 +73,8 @@ final class VoiceCutter: Cutter {
     /// Samples per 10 ms frame (per channel).
     private let hop: Int
     private let behind: Int, ahead: Int, minSilence: Int, pad: Int, minFrames: Int, maxSpeech: Int
+    /// Frames of silence that end a segment: `minSilence`, or `joinPause` when joining.
+    private let endSilence: Int
     /// The Silero network (nil: energy), and the speech probability of each frame (one frame is
     /// one of its windows), kept from frame `energyStart` on like the energies.
     private let vad: SileroVAD?
@@ -81,6 +96,9 @@ final class VoiceCutter: Cutter {
     private var segmentStart = 0
     private var lastSpeech = 0
     private var segmentPadded = true
+    /// Pauses of `minSilence` or more inside the current segment (joining only): the frame where
+    /// each began and the frame where speech came back.
+    private var pauses: [(start: Int, end: Int)] = []
     private var index = 0
 
     init(format: AudioFormat, settings: VoiceDetector.Settings) throws {
@@ -101,6 +119,7 @@ final class VoiceCutter: Cutter {
         behind = vad == nil ? Int(VoiceDetector.floorBehind * fps) : 0
         ahead = vad == nil ? Int(VoiceDetector.floorAhead * fps) : 0
         minSilence = max(1, Int((settings.minSilence * fps).rounded()))
+        endSilence = max(minSilence, Int((settings.joinPause * fps).rounded()))
         pad = Int((settings.padding * fps).rounded())
         minFrames = max(1, Int((settings.minSeconds * fps).rounded()))
         maxSpeech = max(minFrames + 1, Int((settings.maxSeconds * fps).rounded()) - 2 * pad)
@@ -188,10 +207,29 @@ final class VoiceCutter: Cutter {
             }
             return
         }
-        if speech { lastSpeech = frame }
-        if frame - lastSpeech >= minSilence {
+        if speech {
+            if frame - lastSpeech > minSilence { pauses.append((lastSpeech + 1, frame)) }
+            lastSpeech = frame
+        }
+        if frame - lastSpeech >= endSilence {
             endSegment(at: lastSpeech + 1, into: &out)
         } else if frame + 1 - segmentStart >= maxSpeech {
+            if endSilence > minSilence && frame - lastSpeech >= minSilence {
+                // Joining, in a pause when the chunk is full: it ends where the speech did.
+                endSegment(at: lastSpeech + 1, into: &out)
+                return
+            }
+            if let pause = pauses.last {
+                // Joined segments: cut at the last pause, each side padded as a segment's end.
+                if pause.start - segmentStart >= minFrames || !segmentPadded {
+                    let (from, to) = (segmentStart, pause.start)
+                    emit(fromFrame: from, toFrame: to, padStart: segmentPadded, padEnd: true, into: &out)
+                }
+                segmentStart = pause.end
+                segmentPadded = true
+                pauses.removeAll()
+                return
+            }
             // Split at the quietest frame of the second half of what is allowed.
             let from = segmentStart + maxSpeech / 2
             var cut = from
@@ -206,6 +244,7 @@ final class VoiceCutter: Cutter {
 
     private func endSegment(at end: Int, into out: inout [AudioChunk]) {
         inSpeech = false
+        pauses.removeAll()
         if end - segmentStart >= minFrames || !segmentPadded {
             emit(fromFrame: segmentStart, toFrame: end, padStart: segmentPadded, padEnd: true, into: &out)
         }

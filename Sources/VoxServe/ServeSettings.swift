@@ -1,4 +1,5 @@
 import Foundation
+import VoxCore
 import VoxWrite
 
 /// How `voxpipe serve` listens and what it allows.
@@ -13,8 +14,9 @@ public struct ServeSettings: Sendable {
     public var maxBodyBytes = 16 * 1024 * 1024
     /// Seconds a pipeline request may take (queueing included) before it is answered with 504.
     public var timeout: Double = 60
-    /// Pipeline requests run at once.
-    public var concurrency = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Pipeline requests run at once: the cores this process may use (its affinity, capped by its
+    /// cgroup's CPU quota; `CPUBudget`), not every processor of a host it shares.
+    public var concurrency = CPUReader().budget().cores
     /// Pipeline requests that may wait for a turn; beyond them, 503 with Retry-After.
     public var queue = 32
     /// Seconds a client told 503 is asked to wait.

@@ -22,7 +22,10 @@ struct RunCommand: AsyncParsableCommand {
     @Argument(help: "The job spec (JSON).") var spec: String
     @Argument(help: "Input files or folders.") var inputs: [String] = []
     @Option(name: [.short, .long], help: "Output folder (created if missing).") var output: String
-    @Option(name: [.short, .long], help: "Items processed at once (default: number of cores).") var jobs: Int?
+    @Option(
+        name: [.short, .long],
+        help: "Items processed at once (default: the cores this process may use: affinity and cgroup CPU quota).")
+    var jobs: Int?
     @Option(
         help: ArgumentHelp(
             "Process only shard K of N (0-based), by a stable hash of each input's relative path.", valueName: "K/N"))
@@ -120,7 +123,7 @@ struct RunCommand: AsyncParsableCommand {
                 fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion, digests: fileDigests),
                 version: voxpipeVersion, digests: digests)
             let options = RunOptions(
-                outputDirectory: outputURL, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount, ledger: ledger,
+                outputDirectory: outputURL, jobs: jobs ?? CPUReader().budget().cores, ledger: ledger,
                 force: force, strict: strict || plan.strict)
             var context = makeContext(plan: plan, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
             if let httpRecord { context.recording = .record(URL(fileURLWithPath: httpRecord).standardizedFileURL) }

@@ -28,7 +28,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Largest request body.", valueName: "MiB")) var maxBody = 16
     @Option(help: ArgumentHelp("Seconds a pipeline request may take, waiting included.", valueName: "seconds"))
     var timeout: Double = 60
-    @Option(help: "Pipeline requests run at once (default: number of cores).") var concurrency: Int?
+    @Option(
+        help: "Pipeline requests run at once (default: the cores this process may use: affinity and cgroup CPU quota).")
+    var concurrency: Int?
     @Option(help: "Pipeline requests that may wait; beyond them 503 with Retry-After.") var queue = 32
     @Option(help: ArgumentHelp("Longest clip taken as one turn.", valueName: "seconds")) var maxClip: Double = 300
     @Option(

@@ -12,6 +12,8 @@ struct ThreadsCommand: ParsableCommand {
     )
 
     func run() throws {
-        print(CPUReader().budget().description)
+        let budget = CPUReader().budget()
+        print(budget.description)
+        print("jobs: \(budget.cores) (voxpipe run's default --jobs, serve's default --concurrency: the cores)")
     }
 }

@@ -116,6 +116,45 @@ import VoxTesting
         for (a, b) in zip(chunks, chunks.dropFirst()) { #expect(b.start >= a.end - 0.0001) }
     }
 
+    @Test func joiningKeepsShortPausesInOneChunkAndCutsAtTheLastPauseThatFits() async throws {
+        // Sentences of 3 s with pauses of 0.8-1.5 s, then a 6-s pause, then two more sentences.
+        let speech: [ClosedRange<Double>] = [
+            1.0...4.0, 5.0...8.0, 9.5...12.5, 13.3...16.3, 17.5...20.5, 26.5...29.5, 30.5...33.5,
+        ]
+        let samples = bursts(rate: 16000, seconds: 35, speech: speech)
+        let options: [String: JSONValue] = [
+            "mode": "voice", "padding": 0.1, "maxSeconds": 12, "minSilence": 0.5, "joinPause": 3,
+        ]
+        let chunks = try await chunk(samples, format: format, options: options)
+        // 1-12.5 does not fit in 12 s with its padding: cut at the pause before 9.5; then
+        // 9.5-20.5 (11 s); the 6-s pause ends that chunk; 26.5-33.5 is one.
+        let expected: [ClosedRange<Double>] = [1.0...8.0, 9.5...20.5, 26.5...33.5]
+        #expect(chunks.count == expected.count, "\(chunks.map { ($0.start, $0.end) })")
+        for (c, e) in zip(chunks, expected) {
+            #expect(abs(c.start - (e.lowerBound - 0.1)) <= 0.06, "start \(c.start) vs \(e.lowerBound)")
+            #expect(abs(c.end - (e.upperBound + 0.1)) <= 0.06, "end \(c.end) vs \(e.upperBound)")
+            #expect(c.end - c.start <= 12.0001)
+        }
+        // Without joining, each sentence is its own chunk.
+        var plain = options
+        plain["joinPause"] = nil
+        #expect(try await chunk(samples, format: format, options: plain).count == speech.count)
+        // Any block size, the same chunks.
+        let small = try await StageHarness(ChunkStage.self, options: options).run(
+            blocks(samples, format: format, blockFrames: 777), commit: false
+        ).outputs
+        #expect(small.map(\.start) == chunks.map(\.start) && small.map(\.end) == chunks.map(\.end))
+    }
+
+    @Test func joinPauseMustBeLongerThanMinSilenceAndIsForVoiceOnly() {
+        #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "voice", "minSilence": 1, "joinPause": 0.5])
+        }
+        #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "window", "joinPause": 2])
+        }
+    }
+
     @Test func stereoIsDetectedOnTheMixAndKeepsItsChannels() async throws {
         let stereo = AudioFormat(sampleRate: 16000, channels: 2)
         let samples = bursts(rate: 16000, seconds: 4, speech: [1.0...2.0], channels: 2)
