@@ -31,7 +31,8 @@ interop: build-debug
 	@VOXPIPE=$(DEBUG_BIN) scripts/interop.sh
 
 # A one-node Slurm cluster (munge, slurmctld, slurmd, all in a temporary folder) runs
-# Pipelines/deploy/slurm-array.sh over 200 files with faults; about 1-2 minutes. See the README.
+# Pipelines/deploy/slurm-array.sh over 200 files with faults; about 1-2 minutes. See
+# docs/scale-out.md.
 cluster-test: build-debug
 	@scripts/cluster-test.sh
 
