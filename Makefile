@@ -31,7 +31,8 @@ interop: build-debug
 	@VOXPIPE=$(DEBUG_BIN) scripts/interop.sh
 
 # A one-node Slurm cluster (munge, slurmctld, slurmd, all in a temporary folder) runs
-# Pipelines/deploy/slurm-array.sh over 200 files with faults; about 1-2 minutes. See the README.
+# Pipelines/deploy/slurm-array.sh over 200 files with faults; about 1-2 minutes. See
+# docs/scale-out.md.
 cluster-test: build-debug
 	@scripts/cluster-test.sh
 
@@ -57,9 +58,10 @@ bench: build
 schema: build-debug
 	$(DEBUG_BIN) schema > Pipelines/schema.json
 
-# Regenerate the README's tables of kinds, options and providers (a test checks they are current).
+# Regenerate the tables of kinds, options and providers in docs/reference.md (a test checks they
+# are current).
 readme: build-debug
-	$(DEBUG_BIN) stages --update-readme README.md
+	$(DEBUG_BIN) stages --update-readme docs/reference.md
 
 # Fuzz where outside bytes come in (uploads, sidecars, specs, rules, BagIt manifests, message-chunk
 # indexes, HTTP answers, ledger manifests): libFuzzer + AddressSanitizer, 12000 inputs a target,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Slurm path, proved on a real scheduler: starts a one-node Slurm cluster on this machine
 # (munged, slurmctld, slurmd; config, key, state and logs in a temporary folder, no system file
-# changed), submits Pipelines/deploy/slurm-array.sh as the README says over generated WAV files
-# as an array of 4 tasks (at most 2 running), and checks:
+# changed), submits Pipelines/deploy/slurm-array.sh as docs/scale-out.md says over generated WAV
+# files as an array of 4 tasks (at most 2 running), and checks:
 #   clean run  every item done once (a manifest each; the tasks' reports disjoint, together all
 #              items); at most 2 tasks ran at once; `voxpipe report` merges 4 reports to all items
 #   faults     one task scancel'ed mid-run, then `scontrol requeue`d: it redoes its own unfinished
@@ -198,7 +198,7 @@ cat >"$T/spec.json" <<'EOF'
 EOF
 
 # --- Helpers ---
-# submit OUTPUT: the README's submission, from the work folder (its logs/ exists), with this
+# submit OUTPUT: docs/scale-out.md's submission, from the work folder (its logs/ exists), with this
 # test's array size and one CPU a task (the node has $(nproc)). Prints the array's job id.
 submit() {
   (cd "$T/work" && PATH="$(dirname "$VOXPIPE"):$PATH" SPEC="$T/spec.json" INPUT="$T/in" OUTPUT="$1" \

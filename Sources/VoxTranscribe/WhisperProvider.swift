@@ -101,10 +101,10 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
             "shrinkEncoderSeconds", .number(0...30), default: 0,
             help:
                 "Chunks up to this long are encoded in a context of their own length plus encoderMargin instead of "
-                + "Whisper's full 30-s window (about 3x less CPU on 3-7 s turns, but words can change: see the "
-                + "README); one that then repeats itself, is unsure (logprobThreshold), ends without a timestamp "
-                + "or leaves a loud second without words is decoded again in the full window (one heard only up to "
-                + "some point goes on from the pause after its words). 0: off."
+                + "Whisper's full 30-s window (about 3x less CPU on 3-7 s turns, but words can change: see "
+                + "docs/transcription.md); one that then repeats itself, is unsure (logprobThreshold), ends without "
+                + "a timestamp or leaves a loud second without words is decoded again in the full window (one heard "
+                + "only up to some point goes on from the pause after its words). 0: off."
         ),
         OptionSpec(
             "encoderMargin", .number(1...10), default: 3,
@@ -114,9 +114,9 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
             help:
                 "Consecutive chunks of an item are decoded together in one window of up to this many seconds, "
                 + "\(Int(packGapSeconds)) s of silence between two, and split back by word times (one encoder pass "
-                + "for several short turns; words can change: see the README); a chunk whose words cannot be "
-                + "placed or repeat themselves, and every chunk of a window that repeats itself or is unsure, is "
-                + "decoded alone. 0: off."
+                + "for several short turns; words can change: see docs/transcription.md); a chunk whose words "
+                + "cannot be placed or repeat themselves, and every chunk of a window that repeats itself or is "
+                + "unsure, is decoded alone. 0: off."
         ),
         OptionSpec(
             "threads", .integer(0...256), default: 0,

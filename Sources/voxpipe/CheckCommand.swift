@@ -16,7 +16,7 @@ struct CheckCommand: AsyncParsableCommand {
         commandName: "check",
         abstract: "Run a suite's spec over its inputs and check the outputs: WER/CER, goldens, audio, budgets.",
         discussion: """
-            A SUITE (JSON) names a spec, inputs and expectations; see README "Quality checks". \
+            A SUITE (JSON) names a spec, inputs and expectations; see docs/check.md. \
             Exit status: 0 every expectation holds; 1 some fail; 65 a bad suite or spec; 66 no input.
             """
     )

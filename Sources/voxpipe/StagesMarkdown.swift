@@ -2,11 +2,12 @@ import ArgumentParser
 import Foundation
 import VoxCore
 
-/// The README's tables of stage kinds, options and providers, made from the registry, so the
-/// documentation cannot drift from the code: `voxpipe stages --markdown` prints them, `make readme`
-/// puts them between the README's `<!-- generated: … -->` markers, and a test checks they match.
+/// The tables of stage kinds, options and providers in docs/reference.md, made from the registry,
+/// so the documentation cannot drift from the code: `voxpipe stages --markdown` prints them,
+/// `make readme` puts them between the page's `<!-- generated: … -->` markers, and a test checks
+/// they match.
 enum StagesMarkdown {
-    /// What a README block holds: `kinds` (the overview table) or `reference` (every kind's
+    /// What a generated block holds: `kinds` (the overview table) or `reference` (every kind's
     /// options and every provider's).
     enum Block: String, CaseIterable, ExpressibleByArgument {
         case kinds, reference
@@ -37,9 +38,10 @@ enum StagesMarkdown {
         return lines.joined(separator: "\n")
     }
 
-    /// A kind's heading, summary and option table, then one table per provider.
+    /// A kind's heading (level 3, under the page's "Options and providers"), summary and option
+    /// table, then one table per provider.
     static func reference(_ kind: StageKind) -> String {
-        var parts = ["#### `\(kind.kind)`: \(kind.inputDescription) → \(kind.output)\n\n\(escape(kind.summary))"]
+        var parts = ["### `\(kind.kind)`: \(kind.inputDescription) → \(kind.output)\n\n\(escape(kind.summary))"]
         if !kind.options.isEmpty { parts.append(optionTable(kind.options)) }
         for option in kind.options {
             guard case .provider(let providers) = option.kind else { continue }
@@ -83,22 +85,28 @@ enum StagesMarkdown {
             .replacingOccurrences(of: "\n", with: " ")
     }
 
-    /// The README with every generated block replaced by what the registry gives now.
-    static func update(readme: String, registry: StageRegistry) throws -> String {
+    /// A Markdown page (`file` names it in errors) with every generated block replaced by what
+    /// the registry gives now. A page without a block is an error: checking it would pass while
+    /// checking nothing (the blocks moved from the README to docs/reference.md once).
+    static func update(_ page: String, file: String, registry: StageRegistry) throws -> String {
         var out = ""
-        var rest = Substring(readme)
+        var rest = Substring(page)
+        var blocks = 0
         while let begin = rest.range(of: "<!-- generated: voxpipe stages --markdown ") {
             guard let close = rest[begin.upperBound...].range(of: " -->\n"),
                 let block = Block(rawValue: String(rest[begin.upperBound..<close.lowerBound])),
                 let end = rest[close.upperBound...].range(of: "<!-- end generated -->")
             else {
-                throw VoxError(
-                    .usage,
-                    "README: a generated block's markers are malformed near \"\(rest[begin.lowerBound...].prefix(60))\""
-                )
+                let near = rest[begin.lowerBound...].prefix(60)
+                throw VoxError(.usage, "\(file): a generated block's markers are malformed near \"\(near)\"")
             }
             out += rest[..<close.upperBound] + render(block, registry: registry) + "\n"
             rest = rest[end.lowerBound...]
+            blocks += 1
+        }
+        guard blocks > 0 else {
+            throw VoxError(
+                .usage, "\(file): no generated block (<!-- generated: voxpipe stages --markdown kinds|reference -->)")
         }
         return out + rest
     }

@@ -92,11 +92,12 @@ struct StagesCommand: ParsableCommand {
 
     @Argument(help: "Show only this kind.") var kind: String?
     @Option(
-        help: "Print a README table in Markdown instead: kinds (the overview) or reference (every option and provider)."
+        help: "Print a docs table in Markdown instead: kinds (the overview) or reference (every option and provider)."
     )
     var markdown: StagesMarkdown.Block?
     @Option(
-        name: .customLong("update-readme"), help: "Rewrite the generated blocks of this Markdown file (make readme).")
+        name: .customLong("update-readme"),
+        help: "Rewrite the generated blocks of this Markdown file (make readme: docs/reference.md).")
     var readme: String?
     @Flag(help: "With --update-readme: change nothing, exit 1 if the file's blocks are out of date.") var check = false
 
@@ -117,7 +118,7 @@ struct StagesCommand: ParsableCommand {
             do {
                 let url = URL(fileURLWithPath: readme)
                 let text = try String(contentsOf: url, encoding: .utf8)
-                let updated = try StagesMarkdown.update(readme: text, registry: registry)
+                let updated = try StagesMarkdown.update(text, file: readme, registry: registry)
                 guard updated != text else { return }
                 if check {
                     printError("error: \(readme): the generated tables are out of date; run `make readme`")

@@ -170,27 +170,6 @@ import VoxTestSupport
         #expect(result.stdout == committed, "Pipelines/schema.json is stale: run `make schema`")
     }
 
-    @Test func theReadmesTablesOfKindsOptionsAndProvidersAreTheCodes() throws {
-        let readme = packageRoot.appendingPathComponent("README.md")
-        let current = try voxpipe(["stages", "--update-readme", readme.path, "--check"])
-        #expect(current.status == 0, "README.md's generated tables are stale: run `make readme`\n\(current.stderr)")
-
-        // A copy whose table lost a provider is found out, then put right.
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        let stale = text.replacingOccurrences(of: "`whisper` \\| `pocketsphinx` \\| `openai`", with: "`pocketsphinx`")
-        #expect(stale != text)
-        let copy = temporaryDirectory().appendingPathComponent("README.md")
-        try stale.write(to: copy, atomically: true, encoding: .utf8)
-        let check = try voxpipe(["stages", "--update-readme", copy.path, "--check"])
-        #expect(
-            check.status == 1
-                && check.stderr
-                    == "voxpipe: error: \(copy.path): the generated tables are out of date; run `make readme`\n"
-        )
-        #expect(try voxpipe(["stages", "--update-readme", copy.path]).status == 0)
-        #expect(try String(contentsOf: copy, encoding: .utf8) == text)
-    }
-
     @Test func stagesListsEveryKindWithTypesAndDefaults() throws {
         let result = try voxpipe(["stages", "resample"])
         #expect(result.status == 0)
