@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch"
 
 . "$here/pypi.sh"
 
@@ -60,6 +60,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # A beam-5 decoder step reads the q8_0 weights once, not twice (bit-identical results):
   # scripts/patches/ggml-tinyblas-rows.py.
   python3 "$here/patches/ggml-tinyblas-rows.py" "$src/ggml/src/ggml-cpu/llamafile/sgemm.cpp"
+  # The encoder's attention converts each head's keys and values to F32 once, not once per tile
+  # of 64 queries (bit-identical results): scripts/patches/ggml-fa-pack-once.py.
+  python3 "$here/patches/ggml-fa-pack-once.py" "$src/ggml/src/ggml-cpu/ops.cpp"
   # The baseline's instruction sets, named one by one (never -march=native unless asked). OpenMP
   # off: its spinning workers slowed decoding 12x whenever the other core was busy. llamafile's
   # tiled matrix kernels (tinyBLAS; whisper.cpp leaves them off) for q8_0 and f16: the 30-s

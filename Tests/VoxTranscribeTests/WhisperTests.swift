@@ -244,7 +244,11 @@ import VoxTesting
         let record = try String(
             contentsOf: cpuCode.deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
-        for patch in ["abort-patch", "barrier-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch"] {
+        let patches = [
+            "abort-patch", "barrier-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
+            "fa-pack-once-patch",
+        ]
+        for patch in patches {
             #expect(record.contains(patch), "\(record)")
         }
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
