@@ -466,3 +466,6 @@ BENCH_BIN=$BIN bench/tutor.sh
 
 # --- speech output: Piper vs espeak-ng (issue 26) ---------------------------------------------
 BENCH_BIN=$BIN bench/tts.sh
+
+# --- a 10-minute recording with pauses through Pipelines/transcribe.json vs faster-whisper (issue 38)
+BENCH_BIN=$BIN BENCH_CT2=$CT2 bench/pauses.sh
