@@ -88,7 +88,7 @@ let package = Package(
             name: "VoxStages",
             dependencies: [
                 "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
-                "VoxWrite", "VoxAgent",
+                "VoxWrite", "VoxAgent", .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
             name: "VoxServe",

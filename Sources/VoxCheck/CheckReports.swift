@@ -38,6 +38,8 @@ public enum CheckReports {
                 "message": .string(r.message),
             ]
             if !r.metrics.isEmpty { o["metrics"] = .object(r.metrics.mapValues(rounded)) }
+            if let category = r.category { o["category"] = .string(category) }
+            if let code = r.code { o["code"] = .string(code) }
             return .object(o)
         }
         let summary: JSONValue = [

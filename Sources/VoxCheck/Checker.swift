@@ -8,16 +8,31 @@ public struct CheckedItem: Sendable, Equatable {
     public var name: String
     public var status: String
     public var failure: String?
+    /// A failed item's error category (`badInput`) and code (`decode.unreadable`), where known.
+    public var category: String?
+    public var code: String?
     public var seconds: Double
     public var audioSeconds: Double?
 
-    public init(name: String, status: String, failure: String? = nil, seconds: Double = 0, audioSeconds: Double? = nil)
-    {
+    public init(
+        name: String, status: String, failure: String? = nil, category: String? = nil, code: String? = nil,
+        seconds: Double = 0, audioSeconds: Double? = nil
+    ) {
         self.name = name
         self.status = status
         self.failure = failure
+        self.category = category
+        self.code = code
         self.seconds = seconds
         self.audioSeconds = audioSeconds
+    }
+
+    /// A run's item as a check sees it.
+    public init(_ result: ItemResult) {
+        self.init(
+            name: result.item.outputName, status: result.status.rawValue, failure: result.failure?.description,
+            category: result.failure?.category?.rawValue, code: result.failure?.code, seconds: result.seconds,
+            audioSeconds: result.audioSeconds)
     }
 }
 
@@ -34,6 +49,9 @@ public struct CheckResult: Sendable {
     public var detail: String?
     /// Measured values by metric (`wer`, `cer`, `rms`, …), for the JSON summary.
     public var metrics: [String: Double]
+    /// For an item that failed: its error category and code, for the JSON summary.
+    public var category: String? = nil
+    public var code: String? = nil
 }
 
 /// What `check` found: every result, the pooled error counts, and the texts for sclite.
@@ -152,7 +170,9 @@ public struct Checker {
     ) -> CheckResult {
         var result = CheckResult(item: item.name, name: name(e), passed: false, message: "", metrics: [:])
         guard item.status != "failed" else {
-            result.message = "the item failed: \(item.failure ?? "unknown reason")"
+            result.message = "the item failed\(item.code.map { " (\($0))" } ?? ""): \(item.failure ?? "unknown reason")"
+            result.category = item.category
+            result.code = item.code
             return result
         }
         let file = outputDirectory.appendingPathComponent(item.name).appendingPathComponent(e.output)

@@ -6,7 +6,7 @@ public typealias VoxError = ModuleError<VoxFailure>
 
 /// What went wrong, in the terms of DESIGN.md's exit statuses. Every module's failure code maps
 /// to one of these (`FailureCode.category`), so any voxpipe error has an exit status.
-public enum VoxFailure: Sendable, Equatable, FailureCode {
+public enum VoxFailure: String, Sendable, Equatable, Codable, CaseIterable, FailureCode {
     /// The command line is wrong (exit 64).
     case usage
     /// The spec cannot be loaded or does not type-check (exit 65).
@@ -105,12 +105,16 @@ public struct ErrorContext: Sendable, Equatable {
 /// a one-line message. `exitCode(for:)` maps any error, so the command line has one path.
 public protocol CategorizedError: Error, CustomStringConvertible, Sendable {
     var category: VoxFailure { get }
+    /// The error's code as reports name it: its module's code (`decode.unreadable`), or the category.
+    var codeName: String { get }
     var context: ErrorContext { get set }
     /// The reason, without the context.
     var message: String { get set }
 }
 
 extension CategorizedError {
+    public var codeName: String { category.rawValue }
+
     /// The same error with the stage it passed through and the item it was processing recorded
     /// (what its context already names wins).
     public func within(stage id: String, kind: String, item: String? = nil) -> Self {
@@ -147,12 +151,14 @@ public struct StageFailure: Error, CustomStringConvertible, Sendable, Equatable,
     public var stageID: String
     public var kind: String
     public var reason: String
-    /// The category of the error behind it, when it had one (`.outputFull` ends the run). Not
-    /// part of a report line.
+    /// The category of the error behind it, when it had one (`.outputFull` ends the run); report
+    /// lines carry it (`"category": "badInput"`).
     public var category: VoxFailure?
     /// The error behind it as its module threw it (its code), with the stage and item filled in
     /// its context, when a voxpipe module threw it. Not part of a report line.
     public var error: (any CategorizedError)?
+    /// The error's code (`decode.unreadable`, or its category where it has no finer one).
+    public var code: String?
 
     /// `category` defaults to `error`'s.
     public init(
@@ -163,18 +169,19 @@ public struct StageFailure: Error, CustomStringConvertible, Sendable, Equatable,
         self.reason = reason
         self.category = category ?? error?.category
         self.error = error
+        code = error?.codeName ?? self.category?.rawValue
     }
 
     public var description: String { "\(stageID) (\(kind)): \(reason)" }
 
-    /// Equal when a report line would be: the category and error are not written.
+    /// Equal when the stage, kind and reason are: the category, code and error do not count.
     public static func == (a: StageFailure, b: StageFailure) -> Bool {
         (a.stageID, a.kind, a.reason) == (b.stageID, b.kind, b.reason)
     }
 
     enum CodingKeys: String, CodingKey {
         case stageID = "stage"
-        case kind, reason
+        case kind, reason, category, code
     }
 }
 
@@ -194,6 +201,14 @@ public struct ModuleError<Code: FailureCode>: CategorizedError, Equatable {
     public var context: ErrorContext
 
     /// `message` is kept to one line: line breaks in it (a library's multi-line text) become "; ".
+    /// `decode.unreadable`: the module (its code type's name less `Failure`, lowercased) and the
+    /// code; a `VoxError`'s code is its category (`badInput`).
+    public var codeName: String {
+        if let category = code as? VoxFailure { return category.rawValue }
+        let module = String(describing: Code.self).replacingOccurrences(of: "Failure", with: "")
+        return "\(module.prefix(1).lowercased())\(module.dropFirst()).\(String(describing: code))"
+    }
+
     public init(_ code: Code, _ message: String, context: ErrorContext = ErrorContext()) {
         self.code = code
         self.message = oneLine(message)

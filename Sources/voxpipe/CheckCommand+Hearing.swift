@@ -1,6 +1,7 @@
 import Foundation
 import VoxCheck
 import VoxCore
+import VoxStages
 
 /// What the suite's recogniser hears in spoken outputs, for intelligibility expectations: the
 /// files go through a small spec of their own (decode, 16 kHz mono, one chunk, the recogniser of
@@ -32,8 +33,12 @@ func hearSpoken(_ files: [URL], suite: Suite) async throws -> [String: String] {
     let specFile = work.appendingPathComponent("hearing.json")
     try spec.prettyData().write(to: specFile)
     let out = work.appendingPathComponent("heard")
-    let run = try RunCommand.parse([specFile.path, inputs.path, "--output", out.path])
-    try await run.run()
+    let batch = try BatchRun(
+        plan: try loadPlan(specFile.path), inputs: [inputs.path], outputDirectory: out, version: voxpipeVersion,
+        secrets: processSecrets)
+    // A spoken file that cannot be heard gets no text: its expectation fails, naming why here.
+    let prepared = try await batch.prepare()
+    _ = await prepared.run(observer: ProgressReporter(total: batch.items.count))
     var heard: [String: String] = [:]
     for (name, file) in names {
         let transcript = out.appendingPathComponent(name).appendingPathComponent("heard.json")

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import VoxCheck
 import VoxCore
+import VoxStages
 
 /// Where `check` and `run --check` write what they found.
 struct CheckReportPaths {
@@ -24,7 +25,10 @@ struct CheckCommand: AsyncParsableCommand {
     @Argument(help: "The suite (JSON).") var suite: String
     @Option(name: [.short, .long], help: "Output folder (default: a new temporary one, removed afterwards).")
     var output: String?
-    @Option(name: [.short, .long], help: "Items processed at once (default: number of cores).") var jobs: Int?
+    @Option(
+        name: [.short, .long],
+        help: "Items processed at once (default: the cores this process may use: affinity and cgroup CPU quota).")
+    var jobs: Int?
     @Option(
         help: ArgumentHelp(
             "Write JUnit XML: one test case per expectation and item, and per budget.", valueName: "FILE.xml"))
@@ -43,6 +47,7 @@ struct CheckCommand: AsyncParsableCommand {
     var allowOutside = false
 
     func run() async throws {
+        bootstrapLogging(verbose: false)
         let loaded: Suite
         do {
             loaded = try Suite.load(URL(fileURLWithPath: suite), allowOutside: allowOutside)
@@ -54,42 +59,29 @@ struct CheckCommand: AsyncParsableCommand {
             output.map { URL(fileURLWithPath: $0).standardizedFileURL }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("voxpipe-check-\(UUID().uuidString)")
         defer { if temporary { try? FileManager.default.removeItem(at: out) } }
-        let report = out.appendingPathComponent(".voxpipe-check-report.jsonl")
-        var arguments =
-            [loaded.spec.path] + loaded.inputs.map(\.path) + ["--output", out.path, "--report", report.path]
-        if let jobs { arguments += ["--jobs", String(jobs)] }
-        let started = ContinuousClock.now
+        let signals = SignalHandler()
+        signals.install()
+        let result: BatchResult
         do {
-            let run = try RunCommand.parse(arguments)
-            try await run.run()
-        } catch let exit as ExitCode where exit == ExitCode(1) {
-            // Items failed: the budgets say whether that is allowed.
+            let batch = try BatchRun(
+                plan: try loadPlan(loaded.spec.path, requireOutputs: true), inputs: loaded.inputs.map(\.path),
+                outputDirectory: out, options: BatchRun.Options(jobs: jobs), version: voxpipeVersion,
+                secrets: processSecrets)
+            let prepared = try await batch.prepare()
+            let progress = ProgressReporter(total: batch.items.count)
+            let work = Task { await prepared.run(observer: progress) }
+            signals.onFirst { work.cancel() }
+            result = await work.value
+            progress.finish(result.results, seconds: result.seconds, output: out.path)
+        } catch {
+            throw fail(error)
         }
-        let elapsed = ContinuousClock.now - started
-        let items: [CheckedItem]
-        do { items = try readReport(report) } catch { throw fail(error) }
+        // Items that failed are the budgets' to judge; a signal ends the check as it ends a run.
+        if let interrupted = signals.received { throw ExitCode(128 + interrupted) }
         let passed = try await evaluateChecks(
-            loaded, outputDirectory: out, items: items,
-            reports: CheckReportPaths(junit: junit, json: json, sctk: sctk, update: update),
-            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            loaded, outputDirectory: out, items: result.results.map(CheckedItem.init),
+            reports: CheckReportPaths(junit: junit, json: json, sctk: sctk, update: update), seconds: result.seconds)
         if !passed { throw ExitCode(1) }
-    }
-
-    /// The items of a run, from its JSON-lines report.
-    func readReport(_ url: URL) throws -> [CheckedItem] {
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw VoxError(.internal, "the run wrote no report at \(url.path)")
-        }
-        return try data.split(separator: 0x0A).map { line in
-            guard let o = try JSONValue.parse(Data(line)).objectValue, let name = o["output"]?.stringValue,
-                let status = o["status"]?.stringValue
-            else {
-                throw VoxError(.internal, "an unreadable line in the run's report")
-            }
-            return CheckedItem(
-                name: name, status: status, failure: o["error"]?.objectValue?["reason"]?.stringValue,
-                seconds: o["seconds"]?.numberValue ?? 0, audioSeconds: o["audioSeconds"]?.numberValue)
-        }
     }
 }
 

@@ -1,30 +1,16 @@
 import Foundation
 import Logging
-import VoxChunk
 import VoxCore
-import VoxDecode
-import VoxReply
-import VoxResample
 import VoxStages
-import VoxSynthesize
-import VoxTranscribe
-import VoxWrite
 
 /// Every stage kind voxpipe knows (VoxStages holds the list).
-func makeRegistry() -> StageRegistry { StageRegistry(voxpipeStageKinds) }
+func makeRegistry() -> StageRegistry { voxpipeRegistry() }
 
-/// What every stage gets: the logger, libsoxr for rate conversion on the
-/// side, the spec and its fingerprint and the library versions for provenance.
+/// What every stage gets (`BatchRun.context`), with this process's secrets to redact.
 func makeContext(plan: Plan, fingerprint: String, logger: Logger, digests: DigestCache = DigestCache()) -> StageContext
 {
-    let versions = ["voxpipe": voxpipeVersion].merging(DecodeStage.libraryVersions) { a, _ in a }.merging(
-        ResampleStage.libraryVersions
-    ) { a, _ in a }
-    var context = StageContext(
-        logger: logger, rateConversion: SoxrRateConversion(),
-        provenance: Provenance(
-            spec: plan.spec, specFingerprint: fingerprint, software: versions, stages: plan.plannedStages),
-        digests: digests)
+    var context = BatchRun.context(
+        plan: plan, fingerprint: fingerprint, version: voxpipeVersion, logger: logger, digests: digests)
     context.secrets = processSecrets
     return context
 }

@@ -5,6 +5,7 @@ import Synchronization
 import VoxCheck
 import VoxCore
 import VoxResample
+import VoxStages
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -82,19 +83,22 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         bootstrapLogging(verbose: verbose)
-        let logger = Logger(label: "voxpipe")
         // Before anything slow (model loads): a signal during prepare ends the run as cleanly as one later.
         let signals = SignalHandler()
         signals.install()
         do {
             let plan = try loadPlan(spec, requireOutputs: !noOutputs)
             let suite = try check.map { try Suite.load(URL(fileURLWithPath: $0)) }
-            guard !inputs.isEmpty else {
-                throw VoxError(.noInput, "no INPUT given: name audio files or folders after the spec")
-            }
-            // Output names are decided from the whole listing, so every shard agrees on them.
-            let outputURL = URL(fileURLWithPath: output).standardizedFileURL
-            let listing = try InputListing.list(inputs, outputDirectory: outputURL, extensions: plan.inputExtensions)
+            let batch = try BatchRun(
+                plan: plan, inputs: inputs, outputDirectory: URL(fileURLWithPath: output),
+                options: BatchRun.Options(
+                    jobs: jobs,
+                    shard: try shard.map(Shard.parse)
+                        ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount),
+                    force: force, strict: strict, recording: try recording()),
+                version: voxpipeVersion, logger: Logger(label: "voxpipe"), secrets: processSecrets)
+            defer { batch.saveDigests() }
+            let listing = batch.listing
             if !listing.skippedFolders.isEmpty {
                 let names = listing.skippedFolders.map(\.path)
                 printError(
@@ -103,95 +107,48 @@ struct RunCommand: AsyncParsableCommand {
                 )
             }
             for entry in listing.unread { printError("warning: not read: \(entry.url.path): \(entry.reason)") }
-            let all = listing.items
-            guard !all.isEmpty else {
-                let what =
-                    plan.inputExtensions == InputListing.audioExtensions
-                    ? "audio files"
-                    : "input files (\(plan.inputExtensions.sorted().map { "." + $0 }.joined(separator: ", ")))"
-                throw VoxError(.noInput, "no \(what) found in \(inputs.joined(separator: ", "))")
-            }
-            let shard =
-                try shard.map(Shard.parse)
-                ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment, count: shardCount)
-            let items = shard.map { s in all.filter { s.contains($0) } } ?? all
-            let digests = DigestCache()
-            let fileDigests = FileDigestStore(url: FileDigestStore.userCache())
-            defer { fileDigests.save() }
-            let ledger = Ledger(
-                outputDirectory: outputURL,
-                fingerprint: Ledger.fingerprint(plan: plan, version: voxpipeVersion, digests: fileDigests),
-                version: voxpipeVersion, digests: digests)
-            let options = RunOptions(
-                outputDirectory: outputURL, jobs: jobs ?? CPUReader().budget().cores, ledger: ledger,
-                force: force, strict: strict || plan.strict)
-            var context = makeContext(plan: plan, fingerprint: ledger.fingerprint, logger: logger, digests: digests)
-            if let httpRecord { context.recording = .record(URL(fileURLWithPath: httpRecord).standardizedFileURL) }
-            if let httpReplay {
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: httpReplay, isDirectory: &isDirectory),
-                    isDirectory.boolValue
-                else {
-                    throw VoxError(.usage, "--http-replay \(httpReplay): no such folder")
-                }
-                context.recording = .replay(URL(fileURLWithPath: httpReplay).standardizedFileURL)
-            }
-
             if dryRun {
-                printDryRun(plan: plan, items: items, listing: all, options: options, shard: shard)
+                printDryRun(batch)
                 return
             }
-            try ensureWritable(outputURL)
-            let lock = try OutputLock(outputDirectory: outputURL, shard: shard)
-            let started = ContinuousClock.now
-            // Models load only for work: when the ledger skips every item (a cron run with nothing
-            // new), no stage prepares.
-            let needsWork = anyToRun(plan: plan, items: items, options: options)
-            if !needsWork { logger.debug("every item is done already: no stage prepared, no model loaded") }
-            let runner = try await Runner.prepare(plan, options: options, context: context, prepareStages: needsWork)
-            if let shard { printError("shard \(shard): \(items.count) of \(all.count) items") }
-
-            let progress = ProgressReporter(total: items.count)
-            let work = Task { await runner.run(items, listing: all, observer: progress) }
+            let prepared = try await batch.prepare()
+            if let shard = batch.shard {
+                printError("shard \(shard): \(batch.items.count) of \(listing.items.count) items")
+            }
+            let progress = ProgressReporter(total: batch.items.count)
+            let work = Task { await prepared.run(observer: progress) }
             signals.onFirst { work.cancel() }
-            let results = await work.value
+            let result = await work.value
             let interrupted = signals.received
-            let elapsed = ContinuousClock.now - started
-            let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            progress.finish(results, elapsed: elapsed, output: output)
+            progress.finish(result.results, seconds: result.seconds, output: output)
             if let interrupted {
                 printError(
-                    "interrupted by \(interrupted == SIGINT ? "SIGINT" : "SIGTERM"): \(items.count - results.count) "
-                        + "items not started; rerun to continue"
+                    "interrupted by \(interrupted == SIGINT ? "SIGINT" : "SIGTERM"): "
+                        + "\(batch.items.count - result.results.count) items not started; rerun to continue"
                 )
             }
             try writeReports(
                 RunReports(
-                    planName: plan.name, results: results, wallSeconds: wall, outputDirectory: outputURL,
-                    interruptedBy: interrupted, unread: listing.unread),
+                    planName: plan.name, results: result.results, wallSeconds: result.seconds,
+                    outputDirectory: batch.outputDirectory, interruptedBy: interrupted, unread: result.unread),
                 checking: suite != nil)
-            withExtendedLifetime(lock) {}
             if let interrupted { throw ExitCode(128 + interrupted) }
-            if let full = Runner.outputFull(in: results) {
-                let started = Set(results.map(\.item.url)).count
+            if let full = result.outputFull {
+                let started = Set(result.results.map(\.item.url)).count
                 throw VoxError(
                     .outputFull,
-                    "\(output): nothing more can be written (\(full.reason)); \(items.count - started) items not "
-                        + "started; free space and rerun")
+                    "\(output): nothing more can be written (\(full.reason)); \(batch.items.count - started) items "
+                        + "not started; free space and rerun")
             }
             if let suite {
-                let items = results.map { r in
-                    CheckedItem(
-                        name: r.item.outputName, status: r.status.rawValue, failure: r.failure?.description,
-                        seconds: r.seconds, audioSeconds: r.audioSeconds)
-                }
                 let passed = try await evaluateChecks(
-                    suite, outputDirectory: outputURL, items: items,
-                    reports: CheckReportPaths(junit: junit, json: checkJson, sctk: sctk, update: update), seconds: wall)
+                    suite, outputDirectory: batch.outputDirectory, items: result.results.map(CheckedItem.init),
+                    reports: CheckReportPaths(junit: junit, json: checkJson, sctk: sctk, update: update),
+                    seconds: result.seconds)
                 if !passed { throw ExitCode(1) }
                 return
             }
-            if results.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
+            if result.failed { throw ExitCode(1) }
         } catch let exit as ExitCode {
             throw exit
         } catch {
@@ -199,16 +156,16 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    /// Whether any item would run (an input that cannot be expanded fails, so it counts; one that
-    /// expands to no items needs no stage).
-    func anyToRun(plan: Plan, items: [InputFile], options: RunOptions) -> Bool {
-        items.contains { file in
-            guard let parts = try? plan.expand(file) else { return true }
-            return parts.contains {
-                if case .run = options.decision(for: $0) { return true }
-                return false
-            }
+    /// `--http-record` or `--http-replay` (a folder that must exist).
+    func recording() throws -> ExchangeRecording? {
+        if let httpRecord { return .record(URL(fileURLWithPath: httpRecord).standardizedFileURL) }
+        guard let httpReplay else { return nil }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: httpReplay, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
+            throw VoxError(.usage, "--http-replay \(httpReplay): no such folder")
         }
+        return .replay(URL(fileURLWithPath: httpReplay).standardizedFileURL)
     }
 
     /// With `checking`, --junit is left to the check.
@@ -227,7 +184,10 @@ struct RunCommand: AsyncParsableCommand {
 
     /// `--dry-run`: one line per item on stdout, then the outputs each run would write.
     /// What `run` would do, item by item, decided as the runner decides (`RunOptions.decision`).
-    func printDryRun(plan: Plan, items: [InputFile], listing: [InputFile], options: RunOptions, shard: Shard?) {
+    func printDryRun(_ batch: BatchRun) {
+        let (plan, items, listing, options, shard) = (
+            batch.plan, batch.items, batch.listing.items, batch.runOptions, batch.shard
+        )
         let outputs = plan.plannedOutputs
         let collisions = plan.outputCollisions(among: listing)
         let total = listing.count
@@ -269,15 +229,6 @@ struct RunCommand: AsyncParsableCommand {
             "dry run: \(count) item\(count == 1 ? "" : "s")\(shard.map { " in shard \($0) of \(total) files" } ?? ""): "
                 + "\(runs) would run, \(count - runs) would be skipped; nothing written"
         )
-    }
-
-    /// Creates the output folder before any work; the lock file then proves it writable.
-    func ensureWritable(_ url: URL) throws {
-        do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        } catch {
-            throw VoxError(.cannotCreate, "cannot create output folder \(url.path): \(describe(error))")
-        }
     }
 }
 
@@ -383,8 +334,7 @@ final class ProgressReporter: RunObserver, Sendable {
         FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
     }
 
-    func finish(_ results: [ItemResult], elapsed: Duration, output: String) {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    func finish(_ results: [ItemResult], seconds: Double, output: String) {
         let done = results.filter { $0.status == .done }.count
         let skipped = results.filter { $0.status == .skipped }.count
         let failed = results.filter { $0.status == .failed }.count

@@ -245,4 +245,23 @@ import VoxTestSupport
         let fast = Checker(suite: suite, outputDirectory: temporaryDirectory(), items: items, wallSeconds: 4).evaluate()
         #expect(fast.results[1].passed)
     }
+
+    @Test func aFailedItemsExpectationNamesItsErrorCategoryAndCodeInTheJSONSummary() throws {
+        let url = temporaryDirectory().appendingPathComponent("s.check.json")
+        try Data(#"{"spec":"p.json","inputs":["in"],"expect":[{"item":"b","output":"t.txt","matches":"x"}]}"#.utf8)
+            .write(to: url)
+        let suite = try Suite.load(url)
+        let items = [
+            CheckedItem(
+                name: "b", status: "failed", failure: "decode (decode): not audio", category: "badInput",
+                code: "decode.unreadable")
+        ]
+        let outcome = Checker(suite: suite, outputDirectory: temporaryDirectory(), items: items).evaluate()
+        let result = try #require(outcome.results.first)
+        #expect(!result.passed && result.code == "decode.unreadable" && result.category == "badInput")
+        #expect(result.message == "the item failed (decode.unreadable): decode (decode): not audio")
+        let summary = try #require(try JSONValue.parse(CheckReports.json(outcome, suite: suite)).objectValue)
+        let first = try #require(summary["results"]?.arrayValue?.first?.objectValue)
+        #expect(first["code"] == "decode.unreadable" && first["category"] == "badInput")
+    }
 }

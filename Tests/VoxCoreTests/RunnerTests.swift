@@ -102,7 +102,7 @@ import VoxTesting
         #expect(leftovers.isEmpty)
     }
 
-    @Test func aStagesErrorKeepsItsCodeWithStageAndItemInItsContextAndTheReportLineUnchanged() async throws {
+    @Test func aStagesErrorKeepsItsCodeWithStageAndItemInItsContextAndTheReportLineNamesItsCategory() async throws {
         let r = try await runner(
             #"{"stages":[{"id":"src","kind":"tone","failOn":"bad"},{"id":"w","kind":"sum-writer"}]}"#,
             output: temporaryDirectory())
@@ -110,13 +110,28 @@ import VoxTesting
         let error = try #require(failure.error as? VoxError)
         #expect(error.code == .badInput && failure.category == .badInput)
         #expect(error.context == ErrorContext(stageID: "src", stageKind: "tone", item: "sub/bad.wav"))
-        // The message and the report line are the error's text as thrown: the context is typed, not repeated.
+        // The message and the report line are the error's text as thrown: the context is typed, not
+        // repeated; the line names the category and code (a VoxError's code is its category).
         #expect(failure.reason == "bad block in sub/bad.wav")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let line = String(decoding: try encoder.encode(failure), as: UTF8.self)
         #expect(
-            String(decoding: try encoder.encode(failure), as: UTF8.self)
-                == #"{"kind":"tone","reason":"bad block in sub/bad.wav","stage":"src"}"#)
+            line == #"{"category":"badInput","code":"badInput","kind":"tone","reason":"bad block in sub/bad.wav","stage":"src"}"#)
+        // Read back (a shard's report merged by `voxpipe report`), both survive.
+        let read = try JSONDecoder().decode(StageFailure.self, from: Data(line.utf8))
+        #expect(read.category == .badInput && read.code == "badInput" && read == failure)
+    }
+
+    @Test func aModulesErrorCodeIsNamedByItsModule() {
+        enum ToneFailure: FailureCode {
+            case clipped
+            var category: VoxFailure { .badInput }
+        }
+        let failure = StageFailure(
+            stageID: "src", kind: "tone", reason: "clipped", error: ModuleError(ToneFailure.clipped, "clipped"))
+        #expect(failure.code == "tone.clipped" && failure.category == .badInput)
+        #expect(StageFailure(stageID: "s", kind: "k", reason: "r").code == nil)
     }
 
     @Test func aFailedItemKeepsTheOutputsOfAnEarlierRun() async throws {
