@@ -13,9 +13,21 @@ public enum WAVData {
             Data("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate) + le32(rate * UInt32(channels) * 2)
             + le16(channels * 2) + le16(16)
         d += Data("data".utf8) + le32(dataBytes)
+        return d + pcm16Bytes(samples)
+    }
+
+    /// Samples as raw 16-bit little-endian PCM (`int16` each): a WAV's data, or OpenAI's `pcm`.
+    public static func pcm16Bytes(_ samples: [Float]) -> Data {
         var pcm = samples.map { int16($0).littleEndian }
-        d += pcm.withUnsafeMutableBytes { Data($0) }
-        return d
+        return pcm.withUnsafeMutableBytes { Data($0) }
+    }
+
+    /// Raw 16-bit little-endian PCM as samples in -1..<1 (an odd last byte is dropped).
+    public static func samples<Bytes: Collection<UInt8>>(pcm16 bytes: Bytes) -> [Float] where Bytes.Index == Int {
+        let start = bytes.startIndex
+        return (0..<bytes.count / 2).map { i in
+            Float(Int16(bitPattern: UInt16(bytes[start + 2 * i]) | UInt16(bytes[start + 2 * i + 1]) << 8)) / 32768
+        }
     }
 
     /// A sample as 16-bit PCM: scaled, clipped to full scale, NaN as silence. A float file's
@@ -34,29 +46,34 @@ public enum WAVData {
         // Streamed WAVs may say 0 or 0xFFFFFFFF: take what is there.
         var size = header.dataBytes
         if size == 0 || offset + size > bytes.count { size = bytes.count - offset }
-        let count = size / 2
-        var samples = [Float](repeating: 0, count: count)
-        for i in 0..<count {
-            samples[i] =
-                Float(Int16(bitPattern: UInt16(bytes[offset + 2 * i]) | UInt16(bytes[offset + 2 * i + 1]) << 8))
-                / 32768
-        }
-        return (header.format, samples)
+        return (header.format, samples(pcm16: bytes[offset..<offset + size]))
     }
 
-    /// A RIFF/WAVE header: its `fmt ` chunk's fields and the size its `data` chunk declares (0 or
-    /// 0xFFFFFFFF from a program writing to a pipe, which cannot seek back to fill it in).
+    /// A RIFF/WAVE (or RF64) header: its `fmt ` chunk's fields and the size its `data` chunk
+    /// declares (RF64: its `ds64` chunk's), 0 or 0xFFFFFFFF from a program writing to a pipe,
+    /// which cannot seek back to fill it in.
     public struct Header: Sendable, Equatable {
         public var format: AudioFormat
         public var formatTag: Int
         public var bits: Int
         public var dataBytes: Int
+        /// Bytes per frame, as the `fmt ` chunk says.
+        public var blockAlign: Int
 
-        public init(format: AudioFormat, formatTag: Int, bits: Int, dataBytes: Int) {
+        public init(format: AudioFormat, formatTag: Int, bits: Int, dataBytes: Int, blockAlign: Int = 0) {
             self.format = format
             self.formatTag = formatTag
             self.bits = bits
             self.dataBytes = dataBytes
+            self.blockAlign = blockAlign
+        }
+
+        /// The frames the header promises; nil when the data's length is unknown (0xFFFFFFFF) or
+        /// the block size is 0. libsndfile reports the frames a file holds, which hides a
+        /// truncated file; this is what it was meant to hold.
+        public var promisedFrames: Int64? {
+            guard blockAlign > 0, dataBytes != 0xFFFF_FFFF else { return nil }
+            return Int64(dataBytes / blockAlign)
         }
     }
 
@@ -78,9 +95,12 @@ public enum WAVData {
         func little(_ b: [UInt8], _ at: Int, _ count: Int) -> Int {
             (0..<count).reduce(0) { $0 | Int(b[at + $1]) << (8 * $1) }
         }
-        guard let riff = try read(12), riff[0..<4].elementsEqual("RIFF".utf8), riff[8..<12].elementsEqual("WAVE".utf8)
-        else { return nil }
+        guard let riff = try read(12), riff[8..<12].elementsEqual("WAVE".utf8) else { return nil }
+        let rf64 = riff[0..<4].elementsEqual("RF64".utf8)
+        guard rf64 || riff[0..<4].elementsEqual("RIFF".utf8) else { return nil }
         var fmt: [UInt8]?
+        /// RF64's 64-bit data size (its `ds64` chunk), where it fits in an Int.
+        var ds64Bytes: Int?
         while let chunk = try read(8) {
             let id = String(decoding: chunk[0..<4], as: UTF8.self)
             let size = little(chunk, 4, 4)
@@ -88,13 +108,17 @@ public enum WAVData {
                 guard let fmt else { return nil }
                 return Header(
                     format: AudioFormat(sampleRate: little(fmt, 4, 4), channels: little(fmt, 2, 2)),
-                    formatTag: little(fmt, 0, 2), bits: little(fmt, 14, 2), dataBytes: size)
+                    formatTag: little(fmt, 0, 2), bits: little(fmt, 14, 2),
+                    dataBytes: rf64 && size == 0xFFFF_FFFF ? ds64Bytes ?? size : size, blockAlign: little(fmt, 12, 2))
             }
-            // Chunks before the samples (fmt, LIST, fact) are small; a huge one is no header.
+            // Chunks before the samples (fmt, ds64, LIST, fact) are small; a huge one is no header.
             guard size <= 1 << 24, let body = try read(size + size % 2) else { return nil }
             if id == "fmt " {
                 guard size >= 16 else { return nil }
                 fmt = body
+            } else if id == "ds64", size >= 16 {
+                let bytes = (0..<8).reduce(UInt64(0)) { $0 | UInt64(body[8 + $1]) << (8 * UInt64($1)) }
+                ds64Bytes = Int(exactly: bytes)
             }
         }
         return nil

@@ -145,12 +145,7 @@ public final class TutorPipeline: Sendable {
         .converter(for: mono) {
             samples = try converter.convertAll(samples)
         }
-        var data = Data(capacity: samples.count * 2)
-        for sample in samples {
-            let value = Int16(clamping: Int((max(-1, min(1, sample)) * 32767).rounded()))
-            withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) }
-        }
-        return data
+        return WAVData.pcm16Bytes(samples)
     }
 
     func run(

@@ -50,13 +50,13 @@ final class EspeakEngine: Sendable {
     /// phase run on), so in one process the same reply came out slightly different each time and
     /// a run's audio depended on the order its items reached the voice. A process per piece
     /// (about 20 ms) makes every reply's audio a function of its text and voice alone.
-    func synthesize(_ pieces: [String], voice: Voice) throws -> [Int16] {
+    func synthesize(_ pieces: [String], voice: Voice) throws -> [Float] {
         let rate = try start()
         guard let tool = ExternalTool.find("espeak-ng") else {
             throw SynthesizeError(
                 .engineUnavailable, "the espeak-ng program is not installed (apt-get install espeak-ng)")
         }
-        var samples: [Int16] = []
+        var samples: [Float] = []
         for piece in pieces {
             let arguments = [
                 "-v", voice.name, "-s", String(voice.rate), "-p", String(voice.pitch), "-a", String(voice.volume),
@@ -77,16 +77,14 @@ final class EspeakEngine: Sendable {
 
     /// The samples of the WAV espeak-ng writes to a pipe (16-bit mono; its sizes are placeholders,
     /// so the data runs to the end); nil when it is not that at `rate`.
-    static func pcm16(_ wav: Data, rate: Int) -> [Int16]? {
+    static func pcm16(_ wav: Data, rate: Int) -> [Float]? {
         let bytes = [UInt8](wav)
         guard let (header, offset) = WAVData.header(of: bytes),
             header.format == AudioFormat(sampleRate: rate, channels: 1), header.bits == 16
         else {
             return nil
         }
-        return (0..<(bytes.count - offset) / 2).map {
-            Int16(bitPattern: UInt16(bytes[offset + 2 * $0]) | UInt16(bytes[offset + 2 * $0 + 1]) << 8)
-        }
+        return WAVData.samples(pcm16: bytes[offset...])
     }
 
     /// IPA for `text` in espeak-ng's voice `voice`, clause by clause, each with the source text

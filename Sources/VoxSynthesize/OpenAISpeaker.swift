@@ -85,15 +85,7 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
     /// is not such audio.
     public static func decode(_ body: Data, format: String) throws -> (format: AudioFormat, samples: [Float]) {
         if format == "pcm" {
-            let count = body.count / 2
-            return (
-                pcmFormat,
-                body.withUnsafeBytes { raw in
-                    (0..<count).map {
-                        Float(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self))) / 32768
-                    }
-                }
-            )
+            return (pcmFormat, WAVData.samples(pcm16: [UInt8](body)))
         }
         guard let decoded = WAVData.decodePCM16(body) else {
             throw HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (\(body.count) bytes)")

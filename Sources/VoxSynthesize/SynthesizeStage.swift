@@ -119,7 +119,7 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
         for piece in Self.pieces(text) {
             try Task.checkCancellation()
             let pcm = try await blocking.run { try EspeakEngine.shared.synthesize([piece], voice: voice) }
-            try await part(AudioFormat(sampleRate: rate, channels: 1), pcm.map { Float($0) / 32768 })
+            try await part(AudioFormat(sampleRate: rate, channels: 1), pcm)
         }
     }
 
