@@ -16,7 +16,7 @@ public struct ChunkStage: Stage {
     public typealias Input = AudioBlock
     public typealias Output = AudioChunk
 
-    public enum Mode: String, Sendable, CaseIterable { case window, voice, tail, whole }
+    public enum Mode: String, Sendable, CaseIterable, OptionValue { case window, voice, tail, whole }
 
     public struct Configuration: Sendable {
         public var mode: Mode
@@ -32,87 +32,96 @@ public struct ChunkStage: Stage {
 
     public static let kind = "chunk"
     public static let summary = "Cuts a stream into chunks: fixed windows, voice segments, or the last N seconds."
-    public static let options: [OptionSpec] = [
-        OptionSpec(
-            "mode", .choice(Mode.allCases.map(\.rawValue)), default: "window",
-            help: "window: fixed windows; voice: speech segments; tail: the last `seconds`; whole: one chunk."),
-        OptionSpec(
+    /// Each option, declared once (name, kind, default, help) and read by declaration in `configure`.
+    public enum Option {
+        public static let mode = StageOption<Mode>(
+            "mode", default: .window,
+            help: "window: fixed windows; voice: speech segments; tail: the last `seconds`; whole: one chunk.")
+        public static let seconds = StageOption<Double?>(
             "seconds", .number(0.01...86400),
-            help: "window: window length (default 8); tail: length kept (default 300); whole: longest (default 300)."
-        ),
-        OptionSpec(
-            "overlap", .number(0...3600), default: 0, help: "window: seconds each window shares with the one before."),
-        OptionSpec("minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment."),
-        OptionSpec(
-            "padding", .number(0...10), default: 0.2, help: "voice: seconds of context kept before and after speech."),
-        OptionSpec(
-            "minSeconds", .number(0...60), default: 0.25,
-            help: "voice: shorter segments (clicks, coughs) are dropped."),
-        OptionSpec(
+            help: "window: window length (default 8); tail: length kept (default 300); whole: longest (default 300).")
+        public static let overlap = StageOption<Double>(
+            "overlap", .number(0...3600), default: 0, help: "window: seconds each window shares with the one before.")
+        public static let minSilence = StageOption<Double>(
+            "minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment.")
+        public static let padding = StageOption<Double>(
+            "padding", .number(0...10), default: 0.2, help: "voice: seconds of context kept before and after speech.")
+        public static let minSeconds = StageOption<Double>(
+            "minSeconds", .number(0...60), default: 0.25, help: "voice: shorter segments (clicks, coughs) are dropped.")
+        public static let maxSeconds = StageOption<Double>(
             "maxSeconds", .number(0.5...3600), default: 30,
-            help: "voice: longer turns are split at their quietest point."),
-        OptionSpec(
+            help: "voice: longer turns are split at their quietest point.")
+        public static let joinPause = StageOption<Double>(
             "joinPause", .number(0...60), default: 0,
             help:
                 "voice: segments with pauses up to this long between them are one chunk (pauses kept) while it fits "
-                + "in maxSeconds, cut at its last pause: fewer, longer chunks for Whisper's 30-s window (0: off)."),
-        OptionSpec(
+                + "in maxSeconds, cut at its last pause: fewer, longer chunks for Whisper's 30-s window (0: off).")
+        public static let threshold = StageOption<Double>(
             "threshold", .number(1...60), default: 12,
-            help: "voice, energy: dB above the noise floor that counts as speech."),
-        OptionSpec(
-            "detector", .choice(["energy", "silero"]), default: "energy",
+            help: "voice, energy: dB above the noise floor that counts as speech.")
+        public static let detector = StageOption<DetectorName>(
+            "detector", default: .energy,
             help:
                 "voice: energy (no model; any sound louder than the background) or silero (the Silero VAD network "
-                + "that make setup installs; speech only, not music or noise; takes 16 kHz mono)."
-        ),
-        OptionSpec(
+                + "that make setup installs; speech only, not music or noise; takes 16 kHz mono).")
+        public static let vadModel = StageOption<String>(
             "vadModel", .string, default: "silero",
-            help: "voice, silero: an installed model name, or a ggml Silero VAD file (relative to the spec)."),
-        OptionSpec(
+            help: "voice, silero: an installed model name, or a ggml Silero VAD file (relative to the spec).")
+        public static let speechProbability = StageOption<Double>(
             "speechProbability", .number(0.05...0.95), default: 0.5,
-            help: "voice, silero: the probability from which a 32-ms window counts as speech."),
+            help: "voice, silero: the probability from which a 32-ms window counts as speech.")
+
+        /// The options of mode voice only, and of each detector only.
+        static let voiceOnly = [
+            minSilence.spec, padding.spec, minSeconds.spec, maxSeconds.spec, threshold.spec, detector.spec,
+            vadModel.spec, speechProbability.spec, joinPause.spec,
+        ]
+        static let energyOnly = [threshold.spec]
+        static let sileroOnly = [vadModel.spec, speechProbability.spec]
+    }
+
+    /// The voice detectors `detector` names.
+    public enum DetectorName: String, Sendable, CaseIterable, OptionValue { case energy, silero }
+
+    public static let options: [OptionSpec] = [
+        Option.mode.spec, Option.seconds.spec, Option.overlap.spec, Option.minSilence.spec, Option.padding.spec,
+        Option.minSeconds.spec, Option.maxSeconds.spec, Option.joinPause.spec, Option.threshold.spec,
+        Option.detector.spec, Option.vadModel.spec, Option.speechProbability.spec,
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        let mode = options.choice("mode", as: Mode.self) ?? .window
-        let seconds = options.double("seconds") ?? (mode == .tail || mode == .whole ? 300 : 8)
-        let overlap = options.double("overlap") ?? 0
+        let mode = options[Option.mode]
+        let seconds = options[Option.seconds] ?? (mode == .tail || mode == .whole ? 300 : 8)
+        let overlap = options[Option.overlap]
         if mode == .window && overlap >= seconds {
-            throw options.error("overlap", "must be shorter than the window (\(seconds) s)")
+            throw options.error(Option.overlap, "must be shorter than the window (\(seconds) s)")
         }
-        for name in ["overlap"] where mode != .window && options.isSet(name) {
-            throw options.error(name, "applies to mode window only")
+        if mode != .window && options.isSet(Option.overlap) {
+            throw options.error(Option.overlap, "applies to mode window only")
         }
-        for name in [
-            "minSilence", "padding", "minSeconds", "maxSeconds", "threshold", "detector", "vadModel",
-            "speechProbability", "joinPause",
-        ]
-        where mode != .voice && options.isSet(name) {
-            throw options.error(name, "applies to mode voice only")
+        for spec in Option.voiceOnly where mode != .voice && options.isSet(spec.name) {
+            throw options.error(spec.name, "applies to mode voice only")
         }
-        let silero = options.string("detector") == "silero"
-        for name in silero ? ["threshold"] : ["vadModel", "speechProbability"] where options.isSet(name) {
-            throw options.error(name, "does not apply to the \(silero ? "silero" : "energy") detector")
+        let detector = options[Option.detector]
+        for spec in detector == .silero ? Option.energyOnly : Option.sileroOnly where options.isSet(spec.name) {
+            throw options.error(spec.name, "does not apply to the \(detector.rawValue) detector")
         }
-        if mode == .voice && options.isSet("seconds") {
-            throw options.error("seconds", "does not apply to mode voice (use minSeconds and maxSeconds)")
+        if mode == .voice && options.isSet(Option.seconds) {
+            throw options.error(Option.seconds, "does not apply to mode voice (use minSeconds and maxSeconds)")
         }
         let voice = VoiceDetector.Settings(
-            minSilence: options.double("minSilence") ?? 0.5, padding: options.double("padding") ?? 0.2,
-            minSeconds: options.double("minSeconds") ?? 0.25, maxSeconds: options.double("maxSeconds") ?? 30,
-            thresholdDB: options.double("threshold") ?? 12,
-            detector: silero
-                ? .silero(
-                    model: SileroVAD.resolve(
-                        options.string("vadModel") ?? "silero", baseDirectory: options.baseDirectory
-                    )
-                    .file) : .energy,
-            speechProbability: options.double("speechProbability") ?? 0.5, joinPause: options.double("joinPause") ?? 0)
+            minSilence: options[Option.minSilence], padding: options[Option.padding],
+            minSeconds: options[Option.minSeconds], maxSeconds: options[Option.maxSeconds],
+            thresholdDB: options[Option.threshold],
+            detector: detector == .silero
+                ? .silero(model: SileroVAD.resolve(options[Option.vadModel], baseDirectory: options.baseDirectory).file)
+                : .energy,
+            speechProbability: options[Option.speechProbability], joinPause: options[Option.joinPause])
         if voice.joinPause > 0 && voice.joinPause <= voice.minSilence {
-            throw options.error("joinPause", "must be longer than minSilence (\(voice.minSilence) s), or 0")
+            throw options.error(Option.joinPause, "must be longer than minSilence (\(voice.minSilence) s), or 0")
         }
         if voice.minSeconds >= voice.maxSeconds {
-            throw options.error("minSeconds", "must be less than maxSeconds (\(voice.maxSeconds))")
+            throw options.error(Option.minSeconds, "must be less than maxSeconds (\(voice.maxSeconds))")
         }
         return Configuration(mode: mode, seconds: seconds, overlap: overlap, voice: voice)
     }

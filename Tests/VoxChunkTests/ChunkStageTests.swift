@@ -146,6 +146,17 @@ import VoxTesting
         #expect(small.map(\.start) == chunks.map(\.start) && small.map(\.end) == chunks.map(\.end))
     }
 
+    @Test func aModesOptionOnAnotherModeFailsAtLoadNamingItsPath() {
+        let error = #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "voice", "seconds": 5])
+        }
+        #expect(error?.description.contains(".seconds: does not apply to mode voice") == true)
+        let energy = #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "voice", "speechProbability": 0.6])
+        }
+        #expect(energy?.description.contains(".speechProbability: does not apply to the energy detector") == true)
+    }
+
     @Test func joinPauseMustBeLongerThanMinSilenceAndIsForVoiceOnly() {
         #expect(throws: VoxError.self) {
             try StageHarness(ChunkStage.self, options: ["mode": "voice", "minSilence": 1, "joinPause": 0.5])

@@ -117,7 +117,8 @@ import VoxTesting
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let line = String(decoding: try encoder.encode(failure), as: UTF8.self)
         #expect(
-            line == #"{"category":"badInput","code":"badInput","kind":"tone","reason":"bad block in sub/bad.wav","stage":"src"}"#)
+            line == #"{"category":"badInput","code":"badInput","kind":"tone","reason":"bad block in sub/bad.wav","#
+                + #""stage":"src"}"#)
         // Read back (a shard's report merged by `voxpipe report`), both survive.
         let read = try JSONDecoder().decode(StageFailure.self, from: Data(line.utf8))
         #expect(read.category == .badInput && read.code == "badInput" && read == failure)

@@ -1,0 +1,112 @@
+import Foundation
+
+/// An option declared once, typed: its name, JSON kind, default and help (the `OptionSpec` that
+/// validates specs and fills `voxpipe stages`, the schema and the docs), and the Swift type its
+/// value reads as. A stage keeps its options as static members and reads them by declaration,
+/// never by string and never with its default given again:
+///
+/// ```swift
+/// static let minSilence = StageOption<Double>(
+///     "minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment.")
+/// static let options = [minSilence.spec, …]
+/// …
+/// let seconds = options[Self.minSilence]        // Double: the spec's value, else 0.5
+/// ```
+///
+/// An option whose default depends on other options (a mode's) is a `StageOption<Value?>`
+/// declared without a default: it reads as nil when the spec leaves it out.
+public struct StageOption<Value: OptionValue>: Sendable {
+    public let spec: OptionSpec
+    /// The value when the spec leaves the option out.
+    public let fallback: Value
+
+    public var name: String { spec.name }
+
+    public init(_ name: String, _ kind: OptionSpec.Kind, default fallback: Value, help: String) {
+        self.fallback = fallback
+        spec = OptionSpec(name, kind, default: fallback.json, help: help)
+    }
+}
+
+extension StageOption where Value: CaseIterable & RawRepresentable, Value.RawValue == String {
+    /// A choice among an enum's cases (`mode`: window, voice, …), its kind generated from them.
+    public init(_ name: String, default fallback: Value, help: String) {
+        self.init(name, .choice(Value.allCases.map(\.rawValue)), default: fallback, help: help)
+    }
+}
+
+/// What an option's value can be read as.
+public protocol OptionValue: Sendable {
+    /// The value of this JSON, nil when it is not one (a spec is validated before it is read).
+    init?(json: JSONValue)
+    /// As the schema and `voxpipe stages` show the default; null for none.
+    var json: JSONValue? { get }
+}
+
+extension Double: OptionValue {
+    public init?(json: JSONValue) {
+        guard let value = json.numberValue else { return nil }
+        self = value
+    }
+    public var json: JSONValue? { .number(self) }
+}
+
+extension Int: OptionValue {
+    public init?(json: JSONValue) {
+        guard let value = json.numberValue.flatMap({ Int(exactly: $0) }) else { return nil }
+        self = value
+    }
+    public var json: JSONValue? { .number(Double(self)) }
+}
+
+extension Bool: OptionValue {
+    public init?(json: JSONValue) {
+        guard let value = json.boolValue else { return nil }
+        self = value
+    }
+    public var json: JSONValue? { .bool(self) }
+}
+
+extension String: OptionValue {
+    public init?(json: JSONValue) {
+        guard let value = json.stringValue else { return nil }
+        self = value
+    }
+    public var json: JSONValue? { .string(self) }
+}
+
+extension Optional: OptionValue where Wrapped: OptionValue {
+    /// Always a value: a JSON that is not the wrapped type reads as nil.
+    public init?(json: JSONValue) { self = Wrapped(json: json) }
+    public var json: JSONValue? { self?.json }
+}
+
+extension OptionValue where Self: RawRepresentable, RawValue == String {
+    public init?(json: JSONValue) {
+        guard let value = json.stringValue.flatMap(Self.init(rawValue:)) else { return nil }
+        self = value
+    }
+    public var json: JSONValue? { .string(rawValue) }
+}
+
+extension StageOption where Value: ExpressibleByNilLiteral {
+    /// An option with no default of its own: nil when the spec leaves it out.
+    public init(_ name: String, _ kind: OptionSpec.Kind, help: String) {
+        self.init(name, kind, default: nil, help: help)
+    }
+}
+
+extension StageOptions {
+    /// The option's value in the spec, else its declared default.
+    public subscript<Value>(_ option: StageOption<Value>) -> Value {
+        values[option.name].flatMap { Value(json: $0) } ?? option.fallback
+    }
+
+    /// Whether the spec set the option.
+    public func isSet<Value>(_ option: StageOption<Value>) -> Bool { isSet(option.name) }
+
+    /// An invalid-spec error about the option, naming its JSON path.
+    public func error<Value>(_ option: StageOption<Value>, _ message: String) -> VoxError {
+        error(option.name, message)
+    }
+}
