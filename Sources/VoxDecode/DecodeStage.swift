@@ -30,8 +30,10 @@ public struct DecodeStage: Stage {
         /// moderation options this stage takes for the expansion it declares.
         public var items: ModerationItems.Configuration
 
+        /// Defaults as declared (`DecodeStage.Option`).
         public init(
-            blockFrames: Int = 65536, maxChannels: Int = 64, maxHours: Double = 48, ffmpegFallback: Bool = true,
+            blockFrames: Int = Option.blockFrames.fallback, maxChannels: Int = Option.maxChannels.fallback,
+            maxHours: Double = Option.maxHours.fallback, ffmpegFallback: Bool = Option.fallback.fallback == .ffmpeg,
             items: ModerationItems.Configuration = .init()
         ) {
             self.blockFrames = blockFrames
@@ -44,19 +46,26 @@ public struct DecodeStage: Stage {
 
     public static let kind = "decode"
     public static let summary = "Reads an audio file in blocks: libsndfile formats, others through ffmpeg."
+    /// Each option of its own, declared once.
+    public enum Option {
+        public static let blockFrames = StageOption<Int>(
+            "blockFrames", .integer(256...1_048_576), default: 65536, help: "Frames per block passed downstream.")
+        public static let maxChannels = StageOption<Int>(
+            "maxChannels", .integer(1...1024), default: 64,
+            help: "Files with more channels fail (a guard against corrupt headers).")
+        public static let maxHours = StageOption<Double>(
+            "maxHours", .number(0.001...1000), default: 48, help: "Files declaring longer audio fail.")
+        public static let fallback = StageOption<Fallback>(
+            "fallback", default: .ffmpeg, help: "Decoder for formats libsndfile cannot read (m4a/AAC, webm).")
+    }
+
+    /// What decodes the formats libsndfile cannot read.
+    public enum Fallback: String, Sendable, CaseIterable, OptionValue { case ffmpeg, none }
+
     /// Its own options, then those of the moderation items it declares (`ModerationItems.options`).
     public static let options: [OptionSpec] =
-        [
-            OptionSpec(
-                "blockFrames", .integer(256...1_048_576), default: 65536, help: "Frames per block passed downstream."),
-            OptionSpec(
-                "maxChannels", .integer(1...1024), default: 64,
-                help: "Files with more channels fail (a guard against corrupt headers)."),
-            OptionSpec("maxHours", .number(0.001...1000), default: 48, help: "Files declaring longer audio fail."),
-            OptionSpec(
-                "fallback", .choice(["ffmpeg", "none"]), default: "ffmpeg",
-                help: "Decoder for formats libsndfile cannot read (m4a/AAC, webm)."),
-        ] + ModerationItems.options
+        [Option.blockFrames.spec, Option.maxChannels.spec, Option.maxHours.spec, Option.fallback.spec]
+        + ModerationItems.options
 
     /// The decoding library's version, for provenance records.
     public static var libraryVersions: [String: String] { ["libsndfile": SndFileReader.version] }
@@ -66,8 +75,8 @@ public struct DecodeStage: Stage {
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
         Configuration(
-            blockFrames: options.int("blockFrames") ?? 65536, maxChannels: options.int("maxChannels") ?? 64,
-            maxHours: options.double("maxHours") ?? 48, ffmpegFallback: options.string("fallback") != "none",
+            blockFrames: options[Option.blockFrames], maxChannels: options[Option.maxChannels],
+            maxHours: options[Option.maxHours], ffmpegFallback: options[Option.fallback] == .ffmpeg,
             items: try ModerationItems.configure(options))
     }
 

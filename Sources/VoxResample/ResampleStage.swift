@@ -9,11 +9,11 @@ public struct ResampleStage: Stage {
     public typealias Output = AudioBlock
 
     /// The converter: libsoxr's recipes or libsamplerate's converters.
-    public enum Engine: String, Sendable, CaseIterable { case soxr, libsamplerate }
+    public enum Engine: String, Sendable, CaseIterable, OptionValue { case soxr, libsamplerate }
 
     /// Quality names: soxr's (quick … very-high) and libsamplerate's (best … hold; sinc-best,
     /// sinc-medium, sinc-fastest are its full names). "medium" means either engine's medium.
-    public enum Quality: String, Sendable, CaseIterable {
+    public enum Quality: String, Sendable, CaseIterable, OptionValue {
         case quick, low, medium, high, veryHigh = "very-high"
         case best, fastest, linear, hold
         case sincBest = "sinc-best", sincMedium = "sinc-medium", sincFastest = "sinc-fastest"
@@ -51,39 +51,71 @@ public struct ResampleStage: Stage {
 
     public static let kind = "resample"
     public static let summary = "Changes sample rate (libsoxr or libsamplerate) and channel count, streaming."
-    public static let options: [OptionSpec] = [
-        OptionSpec(
+    /// Each option, declared once.
+    public enum Option {
+        public static let rate = StageOption<Int?>(
             "rate", .integer(8000...192_000),
-            help: "Target sample rate in Hz (16000, 48000, …); absent keeps the input's."),
-        OptionSpec(
-            "channels", .integerOrChoice(1...2, ["keep"]), default: "keep",
-            help: "1 averages all channels to mono (before resampling); 2 makes stereo; keep leaves them."),
-        OptionSpec(
-            "engine", .choice(Engine.allCases.map(\.rawValue)), default: "soxr",
-            help: "soxr (default, fastest and cleanest) or libsamplerate."),
-        OptionSpec(
+            help: "Target sample rate in Hz (16000, 48000, …); absent keeps the input's.")
+        public static let channels = StageOption<Channels>(
+            "channels", .integerOrChoice(1...2, ["keep"]), default: .keep,
+            help: "1 averages all channels to mono (before resampling); 2 makes stereo; keep leaves them.")
+        public static let engine = StageOption<Engine>(
+            "engine", default: .soxr, help: "soxr (default, fastest and cleanest) or libsamplerate.")
+        /// No default of its own: it depends on the engine.
+        public static let quality = StageOption<Quality?>(
             "quality", .choice(Quality.allCases.map(\.rawValue)),
             help:
                 "soxr: quick | low | medium | high (default) | very-high; libsamplerate: best | medium (default) | "
-                + "fastest | linear | hold."
-        ),
+                + "fastest | linear | hold.")
+    }
+
+    /// `channels`: a count, or the input's (`keep`).
+    public enum Channels: Sendable, Equatable, OptionValue {
+        case keep
+        case count(Int)
+
+        public init?(json: JSONValue) {
+            if json.stringValue == "keep" {
+                self = .keep
+            } else if let count = json.numberValue.flatMap({ Int(exactly: $0) }) {
+                self = .count(count)
+            } else {
+                return nil
+            }
+        }
+
+        public var json: JSONValue? {
+            switch self {
+            case .keep: .string("keep")
+            case .count(let count): .number(Double(count))
+            }
+        }
+    }
+
+    public static let options: [OptionSpec] = [
+        Option.rate.spec, Option.channels.spec, Option.engine.spec, Option.quality.spec,
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        let engine = options.choice("engine", as: Engine.self) ?? .soxr
+        let engine = options[Option.engine]
         let quality: Quality
-        if let q = options.choice("quality", as: Quality.self) {
+        if let q = options[Option.quality] {
             guard q.fits(engine) else {
                 let names = Quality.allCases.filter { $0.fits(engine) }.map(\.rawValue).joined(separator: " | ")
                 throw options.error(
-                    "quality", "\"\(q.rawValue)\" is not a quality of engine \(engine.rawValue) (it takes \(names))")
+                    Option.quality,
+                    "\"\(q.rawValue)\" is not a quality of engine \(engine.rawValue) (it takes \(names))")
             }
             quality = q.normalized
         } else {
             quality = engine == .soxr ? .high : .medium
         }
-        return Configuration(
-            rate: options.int("rate"), channels: options.int("channels"), engine: engine, quality: quality)
+        let channels: Int? =
+            switch options[Option.channels] {
+            case .keep: nil
+            case .count(let count): count
+            }
+        return Configuration(rate: options[Option.rate], channels: channels, engine: engine, quality: quality)
     }
 
     public static func demand(_ configuration: Configuration) -> StreamDemand { .passThrough }
