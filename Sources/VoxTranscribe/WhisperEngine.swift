@@ -84,26 +84,28 @@ final class WhisperEngine: @unchecked Sendable {
         return Decoder(engine: self, state: state)
     }
 
-    /// Decoding options, as Whisper's own CLI names them.
+    /// Decoding options, as Whisper's own CLI names them; defaults as the provider declares them
+    /// (`WhisperProvider.Option`).
     struct Options: Sendable, Equatable {
+        typealias Option = WhisperProvider.Option
         var language: String?
-        var translate = false
-        var beamSize = 5
-        var bestOf = 5
-        var temperature = 0.0
-        var temperatureIncrement = 0.2
-        var compressionRatioThreshold = 2.4
-        var logprobThreshold = -1.0
-        var noSpeechThreshold = 0.6
-        var noSpeechSkipThreshold = 0.7
-        var conditionOnPreviousText = true
+        var translate = Option.task.fallback == .translate
+        var beamSize = Option.beamSize.fallback
+        var bestOf = Option.bestOf.fallback
+        var temperature = Option.temperature.fallback
+        var temperatureIncrement = Option.temperatureIncrement.fallback
+        var compressionRatioThreshold = Option.compressionRatioThreshold.fallback
+        var logprobThreshold = Option.logprobThreshold.fallback
+        var noSpeechThreshold = Option.noSpeechThreshold.fallback
+        var noSpeechSkipThreshold = Option.noSpeechSkipThreshold.fallback
+        var conditionOnPreviousText = Option.conditionOnPreviousText.fallback
         var initialPrompt: String?
         var threads = 1
-        var wordTimestamps = true
+        var wordTimestamps = Option.wordTimestamps.fallback
         /// Chunks up to this many seconds are first encoded in a context of their own length plus
         /// `encoderMargin` instead of the full 30-s window; 0 (the default) turns it off.
-        var shrinkEncoderSeconds = 0.0
-        var encoderMargin = 3.0
+        var shrinkEncoderSeconds = Option.shrinkEncoderSeconds.fallback
+        var encoderMargin = Option.encoderMargin.fallback
     }
 
     /// How a chunk was decoded: in a shrunk encoder context (frames of 20 ms), or in the full

@@ -56,107 +56,115 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
     /// The file a model folder holds.
     public static let modelFileName = "ggml-model.bin"
 
-    public static let options: [OptionSpec] = [
-        OptionSpec(
+    /// Each option, declared once; `WhisperEngine.Options` takes its defaults from here.
+    public enum Option {
+        public static let model = StageOption<String>(
             "model", .string, default: "base",
             help:
                 "A model name installed by make setup (base, tiny.en), a folder holding \(modelFileName), or a ggml "
-                + "model file."
-        ),
-        OptionSpec(
-            "language", .string, default: "auto", help: "Language of the speech (de, en, …); auto: detected per item."),
-        OptionSpec(
-            "task", .choice(["transcribe", "translate"]), default: "transcribe",
-            help: "translate: English text from any language."),
-        OptionSpec("beamSize", .integer(1...8), default: 5, help: "Beam width; 1 decodes greedily."),
-        OptionSpec(
+                + "model file.")
+        public static let language = StageOption<String>(
+            "language", .string, default: "auto", help: "Language of the speech (de, en, …); auto: detected per item.")
+        public static let task = StageOption<TaskKind>(
+            "task", default: .transcribe, help: "translate: English text from any language.")
+        public static let beamSize = StageOption<Int>(
+            "beamSize", .integer(1...8), default: 5, help: "Beam width; 1 decodes greedily.")
+        public static let bestOf = StageOption<Int>(
             "bestOf", .integer(1...8), default: 5,
-            help: "Candidates sampled when falling back to a temperature above 0."),
-        OptionSpec("temperature", .number(0...1), default: 0, help: "First decoding temperature."),
-        OptionSpec(
+            help: "Candidates sampled when falling back to a temperature above 0.")
+        public static let temperature = StageOption<Double>(
+            "temperature", .number(0...1), default: 0, help: "First decoding temperature.")
+        public static let temperatureIncrement = StageOption<Double>(
             "temperatureIncrement", .number(0...1), default: 0.2,
-            help: "Step of the temperature fallback when a window decodes badly; 0 turns fallback off."),
-        OptionSpec(
+            help: "Step of the temperature fallback when a window decodes badly; 0 turns fallback off.")
+        public static let compressionRatioThreshold = StageOption<Double>(
             "compressionRatioThreshold", .number(0...10), default: 2.4,
-            help: "Fall back when the text repeats itself more than this."),
-        OptionSpec(
+            help: "Fall back when the text repeats itself more than this.")
+        public static let logprobThreshold = StageOption<Double>(
             "logprobThreshold", .number(-20...0), default: -1,
-            help: "Fall back when the average log probability is below this."),
-        OptionSpec(
+            help: "Fall back when the average log probability is below this.")
+        public static let noSpeechThreshold = StageOption<Double>(
             "noSpeechThreshold", .number(0...1), default: 0.6,
-            help: "A window whose no-speech probability is above this (and log probability low) gives no text."),
-        OptionSpec(
+            help: "A window whose no-speech probability is above this (and log probability low) gives no text.")
+        public static let noSpeechSkipThreshold = StageOption<Double>(
             "noSpeechSkipThreshold", .number(0...1), default: 0.7,
             help:
                 "A chunk of up to 30 s whose no-speech probability is above this gives no text at all (noise, "
-                + "music); 1 turns it off."
-        ),
-        OptionSpec(
+                + "music); 1 turns it off.")
+        public static let conditionOnPreviousText = StageOption<Bool>(
             "conditionOnPreviousText", .boolean, default: true,
-            help: "Prompt each window with the text decoded before it in the item."),
-        OptionSpec(
-            "initialPrompt", .string, help: "Text to prompt an item's first window with (names, vocabulary, style)."),
-        OptionSpec("wordTimestamps", .boolean, default: true, help: "Word start and end times."),
-        OptionSpec(
+            help: "Prompt each window with the text decoded before it in the item.")
+        public static let initialPrompt = StageOption<String?>(
+            "initialPrompt", .string, help: "Text to prompt an item's first window with (names, vocabulary, style).")
+        public static let wordTimestamps = StageOption<Bool>(
+            "wordTimestamps", .boolean, default: true, help: "Word start and end times.")
+        public static let shrinkEncoderSeconds = StageOption<Double>(
             "shrinkEncoderSeconds", .number(0...30), default: 0,
             help:
                 "Chunks up to this long are encoded in a context of their own length plus encoderMargin instead of "
                 + "Whisper's full 30-s window (about 3x less CPU on 3-7 s turns, but words can change: see "
                 + "docs/transcription.md); one that then repeats itself, is unsure (logprobThreshold), ends without "
                 + "a timestamp or leaves a loud second without words is decoded again in the full window (one heard "
-                + "only up to some point goes on from the pause after its words). 0: off."
-        ),
-        OptionSpec(
+                + "only up to some point goes on from the pause after its words). 0: off.")
+        public static let encoderMargin = StageOption<Double>(
             "encoderMargin", .number(1...10), default: 3,
-            help: "Seconds of context added to a shrunk chunk (rounded up to whole seconds)."),
-        OptionSpec(
+            help: "Seconds of context added to a shrunk chunk (rounded up to whole seconds).")
+        public static let packSeconds = StageOption<Double>(
             "packSeconds", .number(0...30), default: 0,
             help:
                 "Consecutive chunks of an item are decoded together in one window of up to this many seconds, "
                 + "\(Int(packGapSeconds)) s of silence between two, and split back by word times (one encoder pass "
                 + "for several short turns; words can change: see docs/transcription.md); a chunk whose words "
                 + "cannot be placed or repeat themselves, and every chunk of a window that repeats itself or is "
-                + "unsure, is decoded alone. 0: off."
-        ),
-        OptionSpec(
+                + "unsure, is decoded alone. 0: off.")
+        public static let threads = StageOption<Int>(
             "threads", .integer(0...256), default: 0,
             help:
                 "CPU threads per decode. 0: the cores no other decode of the run is using, shared fairly with "
                 + "decodes waiting (one item alone gets every core; items side by side one each). Transcripts do "
-                + "not depend on it."
-        ),
+                + "not depend on it.")
+    }
+
+    /// What `task` asks for.
+    public enum TaskKind: String, Sendable, CaseIterable, OptionValue { case transcribe, translate }
+
+    public static let options: [OptionSpec] = [
+        Option.model.spec, Option.language.spec, Option.task.spec, Option.beamSize.spec, Option.bestOf.spec,
+        Option.temperature.spec, Option.temperatureIncrement.spec, Option.compressionRatioThreshold.spec,
+        Option.logprobThreshold.spec, Option.noSpeechThreshold.spec, Option.noSpeechSkipThreshold.spec,
+        Option.conditionOnPreviousText.spec, Option.initialPrompt.spec, Option.wordTimestamps.spec,
+        Option.shrinkEncoderSeconds.spec, Option.encoderMargin.spec, Option.packSeconds.spec, Option.threads.spec,
     ]
 
     public static func settings(_ options: StageOptions) throws -> Settings {
-        let model = options.string("model") ?? "base"
-        var language = options.string("language") ?? "auto"
-        language = language.lowercased()
+        let model = options[Option.model]
+        let language = options[Option.language].lowercased()
         if language != "auto" && !WhisperEngine.knowsLanguage(language) {
             throw options.error(
-                "language",
+                Option.language,
                 "whisper does not know the language \"\(language)\" (use an ISO-639-1 code such as de or en, or auto)")
         }
         var o = WhisperEngine.Options()
-        o.translate = options.string("task") == "translate"
-        o.beamSize = options.int("beamSize") ?? o.beamSize
-        o.bestOf = options.int("bestOf") ?? o.bestOf
-        o.temperature = options.double("temperature") ?? o.temperature
-        o.temperatureIncrement = options.double("temperatureIncrement") ?? o.temperatureIncrement
-        o.compressionRatioThreshold = options.double("compressionRatioThreshold") ?? o.compressionRatioThreshold
-        o.logprobThreshold = options.double("logprobThreshold") ?? o.logprobThreshold
-        o.noSpeechThreshold = options.double("noSpeechThreshold") ?? o.noSpeechThreshold
-        o.noSpeechSkipThreshold = options.double("noSpeechSkipThreshold") ?? o.noSpeechSkipThreshold
-        o.conditionOnPreviousText = options.bool("conditionOnPreviousText") ?? o.conditionOnPreviousText
-        o.initialPrompt = options.string("initialPrompt")
-        o.wordTimestamps = options.bool("wordTimestamps") ?? o.wordTimestamps
-        o.shrinkEncoderSeconds = options.double("shrinkEncoderSeconds") ?? o.shrinkEncoderSeconds
-        o.encoderMargin = options.double("encoderMargin") ?? o.encoderMargin
+        o.translate = options[Option.task] == .translate
+        o.beamSize = options[Option.beamSize]
+        o.bestOf = options[Option.bestOf]
+        o.temperature = options[Option.temperature]
+        o.temperatureIncrement = options[Option.temperatureIncrement]
+        o.compressionRatioThreshold = options[Option.compressionRatioThreshold]
+        o.logprobThreshold = options[Option.logprobThreshold]
+        o.noSpeechThreshold = options[Option.noSpeechThreshold]
+        o.noSpeechSkipThreshold = options[Option.noSpeechSkipThreshold]
+        o.conditionOnPreviousText = options[Option.conditionOnPreviousText]
+        o.initialPrompt = options[Option.initialPrompt]
+        o.wordTimestamps = options[Option.wordTimestamps]
+        o.shrinkEncoderSeconds = options[Option.shrinkEncoderSeconds]
+        o.encoderMargin = options[Option.encoderMargin]
         return Settings(
             model: model, modelFile: resolveModel(model, baseDirectory: options.baseDirectory),
             modelPath: isPath(model)
                 ? URL(fileURLWithPath: model, relativeTo: options.baseDirectory).standardizedFileURL : nil,
-            language: language == "auto" ? nil : language, threads: options.int("threads") ?? 0,
-            packSeconds: options.double("packSeconds") ?? 0, options: o)
+            language: language == "auto" ? nil : language, threads: options[Option.threads],
+            packSeconds: options[Option.packSeconds], options: o)
     }
 
     /// A short name (`base`) → `<search path>/base/ggml-model.bin`; a path (with a `/`) → the
