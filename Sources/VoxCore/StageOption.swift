@@ -105,6 +105,11 @@ extension StageOptions {
     /// Whether the spec set the option.
     public func isSet<Value>(_ option: StageOption<Value>) -> Bool { isSet(option.name) }
 
+    /// A path option resolved against the spec's folder; nil when the spec leaves it out.
+    public func url(_ option: StageOption<String?>) -> URL? {
+        self[option].map { URL(fileURLWithPath: $0, relativeTo: baseDirectory).standardizedFileURL }
+    }
+
     /// An invalid-spec error about the option, naming its JSON path.
     public func error<Value>(_ option: StageOption<Value>, _ message: String) -> VoxError {
         error(option.name, message)

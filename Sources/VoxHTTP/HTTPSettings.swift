@@ -27,53 +27,62 @@ public struct HTTPSettings: Sendable, Equatable {
 
     public static let defaultBaseURL = "https://api.openai.com/v1"
 
-    public static let options: [OptionSpec] = [
-        OptionSpec(
-            "baseURL", .string, help: "Server base URL; absent: $OPENAI_BASE_URL, else https://api.openai.com/v1."),
-        OptionSpec("apiKeyEnv", .string, default: "OPENAI_API_KEY", help: "Environment variable holding the API key."),
-        OptionSpec("apiKeyFile", .path, help: "File holding the API key (instead of the environment)."),
-        OptionSpec("connectTimeout", .number(0.1...300), default: 10, help: "Seconds to connect."),
-        OptionSpec(
-            "timeout", .number(1...3600), default: 60,
-            help: "Seconds for a request, plus 1 s for every 100 kB uploaded."),
-        OptionSpec(
+    /// Each option, declared once.
+    public enum Option {
+        public static let baseURL = StageOption<String?>(
+            "baseURL", .string, help: "Server base URL; absent: $OPENAI_BASE_URL, else https://api.openai.com/v1.")
+        public static let apiKeyEnv = StageOption<String>(
+            "apiKeyEnv", .string, default: "OPENAI_API_KEY", help: "Environment variable holding the API key.")
+        public static let apiKeyFile = StageOption<String?>(
+            "apiKeyFile", .path, help: "File holding the API key (instead of the environment).")
+        public static let connectTimeout = StageOption<Double>(
+            "connectTimeout", .number(0.1...300), default: 10, help: "Seconds to connect.")
+        public static let timeout = StageOption<Double>(
+            "timeout", .number(1...3600), default: 60, help: "Seconds for a request, plus 1 s for every 100 kB uploaded.")
+        public static let lowSpeedSeconds = StageOption<Int>(
             "lowSpeedSeconds", .integer(1...3600), default: 20,
-            help: "Abort a transfer slower than 1 kB/s for this long."),
-        OptionSpec(
+            help: "Abort a transfer slower than 1 kB/s for this long.")
+        public static let maxRetries = StageOption<Int>(
             "maxRetries", .integer(0...20), default: 5,
-            help: "Retries after connection errors, 408, 409, 429 and 5xx."),
-        OptionSpec(
+            help: "Retries after connection errors, 408, 409, 429 and 5xx.")
+        public static let backoff = StageOption<Double>(
             "backoff", .number(0.001...60), default: 0.5,
-            help: "First backoff in seconds; doubles each retry (full jitter), capped at 30 s."),
-        OptionSpec(
-            "requestsPerMinute", .number(0...100_000), default: 0, help: "Rate limit for this provider; 0: none."),
-        OptionSpec("maxInFlight", .integer(1...256), default: 4, help: "Requests to this provider at once."),
-        OptionSpec(
+            help: "First backoff in seconds; doubles each retry (full jitter), capped at 30 s.")
+        public static let requestsPerMinute = StageOption<Double>(
+            "requestsPerMinute", .number(0...100_000), default: 0, help: "Rate limit for this provider; 0: none.")
+        public static let maxInFlight = StageOption<Int>(
+            "maxInFlight", .integer(1...256), default: 4, help: "Requests to this provider at once.")
+        public static let probe = StageOption<String>(
             "probe", .string, default: "models",
             help:
                 "Path asked (GET) at prepare to check the server and key; a 404/405 there is fine (no such route). "
-                + "\"\": no probe (the first request checks)."
-        ),
+                + "\"\": no probe (the first request checks).")
+    }
+
+    public static let options: [OptionSpec] = [
+        Option.baseURL.spec, Option.apiKeyEnv.spec, Option.apiKeyFile.spec, Option.connectTimeout.spec,
+        Option.timeout.spec, Option.lowSpeedSeconds.spec, Option.maxRetries.spec, Option.backoff.spec,
+        Option.requestsPerMinute.spec, Option.maxInFlight.spec, Option.probe.spec,
     ]
 
     public init(_ options: StageOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
         var base =
-            options.string("baseURL") ?? environment["OPENAI_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+            options[Option.baseURL] ?? environment["OPENAI_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
             ?? Self.defaultBaseURL
         while base.hasSuffix("/") { base.removeLast() }
         baseURL = base
-        apiKeyEnv = options.string("apiKeyEnv") ?? "OPENAI_API_KEY"
-        apiKeyFile = options.url("apiKeyFile")
-        connectTimeout = options.double("connectTimeout") ?? 10
-        timeout = options.double("timeout") ?? 60
+        apiKeyEnv = options[Option.apiKeyEnv]
+        apiKeyFile = options.url(Option.apiKeyFile)
+        connectTimeout = options[Option.connectTimeout]
+        timeout = options[Option.timeout]
         lowSpeedBytes = 1000
-        lowSpeedSeconds = options.int("lowSpeedSeconds") ?? 20
-        maxRetries = options.int("maxRetries") ?? 5
-        backoffBase = options.double("backoff") ?? 0.5
+        lowSpeedSeconds = options[Option.lowSpeedSeconds]
+        maxRetries = options[Option.maxRetries]
+        backoffBase = options[Option.backoff]
         backoffCap = 30
-        requestsPerMinute = options.double("requestsPerMinute") ?? 0
-        maxInFlight = options.int("maxInFlight") ?? 4
-        let probe = options.string("probe") ?? "models"
+        requestsPerMinute = options[Option.requestsPerMinute]
+        maxInFlight = options[Option.maxInFlight]
+        let probe = options[Option.probe]
         self.probe = probe.isEmpty ? nil : String(probe.drop(while: { $0 == "/" }))
     }
 
