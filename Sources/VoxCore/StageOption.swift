@@ -110,6 +110,12 @@ extension StageOptions {
         self[option].map { URL(fileURLWithPath: $0, relativeTo: baseDirectory).standardizedFileURL }
     }
 
+    /// A path option with a default, resolved against the spec's folder (an absolute default
+    /// stays as it is).
+    public func url(_ option: StageOption<String>) -> URL {
+        URL(fileURLWithPath: self[option], relativeTo: baseDirectory).standardizedFileURL
+    }
+
     /// An invalid-spec error about the option, naming its JSON path.
     public func error<Value>(_ option: StageOption<Value>, _ message: String) -> VoxError {
         error(option.name, message)

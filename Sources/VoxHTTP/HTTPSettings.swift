@@ -38,7 +38,8 @@ public struct HTTPSettings: Sendable, Equatable {
         public static let connectTimeout = StageOption<Double>(
             "connectTimeout", .number(0.1...300), default: 10, help: "Seconds to connect.")
         public static let timeout = StageOption<Double>(
-            "timeout", .number(1...3600), default: 60, help: "Seconds for a request, plus 1 s for every 100 kB uploaded.")
+            "timeout", .number(1...3600), default: 60,
+            help: "Seconds for a request, plus 1 s for every 100 kB uploaded.")
         public static let lowSpeedSeconds = StageOption<Int>(
             "lowSpeedSeconds", .integer(1...3600), default: 20,
             help: "Abort a transfer slower than 1 kB/s for this long.")

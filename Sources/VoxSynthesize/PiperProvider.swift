@@ -46,7 +46,7 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
     }
 
     /// Who speaks a reply whose transcript is in another language than the voice's.
-    public enum OtherLanguages: String, Sendable, CaseIterable {
+    public enum OtherLanguages: String, Sendable, CaseIterable, OptionValue {
         /// espeak-ng in the reply's language, when it has that language (German, …).
         case espeak = "espeak-ng"
         /// This voice, whatever the language.
@@ -55,36 +55,42 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
 
     public static let defaultVoice = "en_US-joe-medium"
 
-    public static let options: [OptionSpec] = [
-        OptionSpec(
-            "voice", .string, default: .string(defaultVoice),
+    /// Each option, declared once.
+    public enum Option {
+        public static let voice = StageOption<String>(
+            "voice", .string, default: defaultVoice,
             help:
                 "A voice installed by make setup (\(defaultVoice)) or in $VOXPIPE_VOICES, or a folder holding a Piper "
-                + "voice's .onnx and .onnx.json."
-        ),
-        OptionSpec("speed", .number(0.25...4), default: 1, help: "Speaking speed, 1 is the voice's own."),
-        OptionSpec("speaker", .integer(0...10_000), default: 0, help: "Speaker id, for voices with several speakers."),
-        OptionSpec(
-            "otherLanguages", .choice(OtherLanguages.allCases.map(\.rawValue)), default: "espeak-ng",
+                + "voice's .onnx and .onnx.json.")
+        public static let speed = StageOption<Double>(
+            "speed", .number(0.25...4), default: 1, help: "Speaking speed, 1 is the voice's own.")
+        public static let speaker = StageOption<Int>(
+            "speaker", .integer(0...10_000), default: 0, help: "Speaker id, for voices with several speakers.")
+        public static let otherLanguages = StageOption<OtherLanguages>(
+            "otherLanguages", default: .espeak,
             help: "A reply whose transcript is in another language than the voice's: espeak-ng speaks it in that "
-                + "language (when it has it), or `voice` keeps this voice."),
+                + "language (when it has it), or `voice` keeps this voice.")
+    }
+
+    public static let options: [OptionSpec] = [
+        Option.voice.spec, Option.speed.spec, Option.speaker.spec, Option.otherLanguages.spec,
     ]
 
     public static func settings(_ options: StageOptions) throws -> Settings {
-        let voice = options.string("voice") ?? defaultVoice
+        let voice = options[Option.voice]
         let files = PiperVoice.resolve(voice, baseDirectory: options.baseDirectory)
         let config = files.flatMap { try? PiperVoice.Config(Data(contentsOf: $0.config)) }
-        let speaker = options.int("speaker") ?? 0
+        let speaker = options[Option.speaker]
         if let config, speaker >= config.speakers {
             throw options.error(
-                "speaker", "the voice \(voice) has \(config.speakers) speaker(s): ids 0–\(config.speakers - 1)")
+                Option.speaker, "the voice \(voice) has \(config.speakers) speaker(s): ids 0–\(config.speakers - 1)")
         }
         return Settings(
             voice: voice, files: files,
             path: PiperVoice.isPath(voice)
                 ? URL(fileURLWithPath: voice, relativeTo: options.baseDirectory).standardizedFileURL : nil,
-            sampleRate: config?.sampleRate, speed: options.double("speed") ?? 1, speaker: speaker,
-            otherLanguages: options.choice("otherLanguages", as: OtherLanguages.self) ?? .espeak)
+            sampleRate: config?.sampleRate, speed: options[Option.speed], speaker: speaker,
+            otherLanguages: options[Option.otherLanguages])
     }
 
     /// Silence between two sentences of a reply, in seconds.

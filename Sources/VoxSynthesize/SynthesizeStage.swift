@@ -68,13 +68,19 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
         StreamFormat(sampleRate: 22050, channels: 1)
     }
 
-    public static let options: [OptionSpec] = [
-        OptionSpec(
+    /// Each option, declared once.
+    public enum Option {
+        public static let voice = StageOption<String>(
             "voice", .string, default: "en-us",
-            help: "A language code (de, en-us, fr, …) or voice name; `espeak-ng --voices` lists them."),
-        OptionSpec("rate", .integer(80...450), default: 175, help: "Words per minute."),
-        OptionSpec("pitch", .integer(0...100), default: 50, help: "Base pitch, 0–100."),
-        OptionSpec("volume", .integer(0...200), default: 100, help: "Volume, 0–200 (100 is normal)."),
+            help: "A language code (de, en-us, fr, …) or voice name; `espeak-ng --voices` lists them.")
+        public static let rate = StageOption<Int>("rate", .integer(80...450), default: 175, help: "Words per minute.")
+        public static let pitch = StageOption<Int>("pitch", .integer(0...100), default: 50, help: "Base pitch, 0–100.")
+        public static let volume = StageOption<Int>(
+            "volume", .integer(0...200), default: 100, help: "Volume, 0–200 (100 is normal).")
+    }
+
+    public static let options: [OptionSpec] = [
+        Option.voice.spec, Option.rate.spec, Option.pitch.spec, Option.volume.spec,
     ]
 
     /// Long replies are spoken in pieces of whole sentences up to this many characters, so a
@@ -95,8 +101,8 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
 
     public init(_ options: StageOptions) {
         voice = EspeakEngine.Voice(
-            name: options.string("voice") ?? "en-us", rate: options.int("rate") ?? 175,
-            pitch: options.int("pitch") ?? 50, volume: options.int("volume") ?? 100)
+            name: options[Option.voice], rate: options[Option.rate], pitch: options[Option.pitch],
+            volume: options[Option.volume])
         blocking = BlockingExecutor()
     }
 

@@ -26,25 +26,29 @@ public final class PocketSphinxProvider: TranscriptionProvider, ProviderKind, Se
     }
 
     public static let modelDirectory = URL(fileURLWithPath: "/usr/share/pocketsphinx/model/en-us")
+    /// Each option, declared once.
+    public enum Option {
+        public static let acousticModel = StageOption<String>(
+            "acousticModel", .path, default: modelDirectory.appendingPathComponent("en-us").path,
+            help: "Acoustic model folder (-hmm).")
+        public static let languageModel = StageOption<String>(
+            "languageModel", .path, default: modelDirectory.appendingPathComponent("en-us.lm.bin").path,
+            help: "Language model (-lm).")
+        public static let dictionary = StageOption<String>(
+            "dictionary", .path, default: modelDirectory.appendingPathComponent("cmudict-en-us.dict").path,
+            help: "Pronunciation dictionary (-dict).")
+        public static let language = StageOption<String>(
+            "language", .string, default: "en", help: "Language code recorded in transcripts.")
+    }
+
     public static let options: [OptionSpec] = [
-        OptionSpec(
-            "acousticModel", .path, default: .string(modelDirectory.appendingPathComponent("en-us").path),
-            help: "Acoustic model folder (-hmm)."),
-        OptionSpec(
-            "languageModel", .path, default: .string(modelDirectory.appendingPathComponent("en-us.lm.bin").path),
-            help: "Language model (-lm)."),
-        OptionSpec(
-            "dictionary", .path, default: .string(modelDirectory.appendingPathComponent("cmudict-en-us.dict").path),
-            help: "Pronunciation dictionary (-dict)."),
-        OptionSpec("language", .string, default: "en", help: "Language code recorded in transcripts."),
+        Option.acousticModel.spec, Option.languageModel.spec, Option.dictionary.spec, Option.language.spec,
     ]
 
     public static func settings(_ options: StageOptions) -> Settings {
         Settings(
-            acousticModel: options.url("acousticModel") ?? modelDirectory.appendingPathComponent("en-us"),
-            languageModel: options.url("languageModel") ?? modelDirectory.appendingPathComponent("en-us.lm.bin"),
-            dictionary: options.url("dictionary") ?? modelDirectory.appendingPathComponent("cmudict-en-us.dict"),
-            language: options.string("language") ?? "en")
+            acousticModel: options.url(Option.acousticModel), languageModel: options.url(Option.languageModel),
+            dictionary: options.url(Option.dictionary), language: options[Option.language])
     }
 
     let settings: Settings
