@@ -75,6 +75,14 @@ extension String: OptionValue {
     public var json: JSONValue? { .string(self) }
 }
 
+extension Array: OptionValue where Element: OptionValue {
+    public init?(json: JSONValue) {
+        guard let values = json.arrayValue else { return nil }
+        self = values.compactMap { Element(json: $0) }
+    }
+    public var json: JSONValue? { .array(compactMap(\.json)) }
+}
+
 extension Optional: OptionValue where Wrapped: OptionValue {
     /// Always a value: a JSON that is not the wrapped type reads as nil.
     public init?(json: JSONValue) { self = Wrapped(json: json) }

@@ -25,19 +25,23 @@ public struct ReadTextStage: Stage {
     public static let summary =
         "Reads text inputs (.txt, one utterance a line; whisper-style .json) as transcripts, for pipelines without "
         + "audio."
-    public static let options: [OptionSpec] = [
-        OptionSpec("language", .string, help: "Language of the text (de, en, …), when a .json does not give one."),
-        OptionSpec(
+    /// Each option, declared once.
+    public enum Option {
+        public static let language = StageOption<String?>(
+            "language", .string, help: "Language of the text (de, en, …), when a .json does not give one.")
+        public static let maxBytes = StageOption<Int>(
             "maxBytes", .integer(1...1_073_741_824), default: 16_777_216,
-            help: "Larger files fail (a guard against a wrong input)."),
-    ]
+            help: "Larger files fail (a guard against a wrong input).")
+    }
+
+    public static let options: [OptionSpec] = [Option.language.spec, Option.maxBytes.spec]
     public static let inputExtensions: Set<String> = ["txt", "json"]
 
     /// The sidecar `X.json` beside a `X.txt` input (a voice session's type, language, device).
     public static let factsGiven = ItemFact.list(.session)
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(language: options.string("language"), maxBytes: options.int("maxBytes") ?? 16_777_216)
+        Configuration(language: options[Option.language], maxBytes: options[Option.maxBytes])
     }
 
     public let configuration: Configuration

@@ -23,33 +23,44 @@ public struct OpenAIReplier: ReplyProvider, ProviderKind {
         public var seed: Int?
     }
 
+    /// Each option of its own, declared once (the connection's are `HTTPSettings.Option`).
+    public enum Option {
+        public static let model = StageOption<String>("model", .string, default: "gpt-4o-mini", help: "Chat model.")
+        public static let systemPrompt = StageOption<String?>(
+            "systemPrompt", .string, help: "The system prompt, inline.")
+        public static let systemPromptFile = StageOption<String?>(
+            "systemPromptFile", .path, help: "The system prompt, from a file.")
+        public static let memory = StageOption<Int>(
+            "memory", .integer(0...200), default: 10, help: "Earlier turns of the same item sent as history.")
+        public static let temperature = StageOption<Double?>(
+            "temperature", .number(0...2), help: "Sampling temperature.")
+        public static let maxTokens = StageOption<Int?>(
+            "maxTokens", .integer(1...1_000_000), help: "Longest reply in tokens.")
+        public static let seed = StageOption<Int?>(
+            "seed", .integer(0...Int(Int32.max)), help: "Seed, for servers that sample reproducibly.")
+    }
+
     public static let options: [OptionSpec] =
         HTTPSettings.options + [
-            OptionSpec("model", .string, default: "gpt-4o-mini", help: "Chat model."),
-            OptionSpec("systemPrompt", .string, help: "The system prompt, inline."),
-            OptionSpec("systemPromptFile", .path, help: "The system prompt, from a file."),
-            OptionSpec(
-                "memory", .integer(0...200), default: 10, help: "Earlier turns of the same item sent as history."),
-            OptionSpec("temperature", .number(0...2), help: "Sampling temperature."),
-            OptionSpec("maxTokens", .integer(1...1_000_000), help: "Longest reply in tokens."),
-            OptionSpec("seed", .integer(0...Int(Int32.max)), help: "Seed, for servers that sample reproducibly."),
+            Option.model.spec, Option.systemPrompt.spec, Option.systemPromptFile.spec, Option.memory.spec,
+            Option.temperature.spec, Option.maxTokens.spec, Option.seed.spec,
         ]
 
     public static func settings(_ options: StageOptions) throws -> Settings {
-        var prompt = options.string("systemPrompt")
-        if let file = options.url("systemPromptFile") {
+        var prompt = options[Option.systemPrompt]
+        if let file = options.url(Option.systemPromptFile) {
             guard prompt == nil else {
-                throw options.error("systemPromptFile", "give systemPrompt or systemPromptFile, not both")
+                throw options.error(Option.systemPromptFile, "give systemPrompt or systemPromptFile, not both")
             }
             guard let text = try? String(contentsOf: file, encoding: .utf8) else {
-                throw options.error("systemPromptFile", "cannot read \(file.path)")
+                throw options.error(Option.systemPromptFile, "cannot read \(file.path)")
             }
             prompt = text
         }
         return Settings(
-            http: HTTPSettings(options), model: options.string("model") ?? "gpt-4o-mini", systemPrompt: prompt,
-            memory: options.int("memory") ?? 10,
-            temperature: options.double("temperature"), maxTokens: options.int("maxTokens"), seed: options.int("seed"))
+            http: HTTPSettings(options), model: options[Option.model], systemPrompt: prompt,
+            memory: options[Option.memory], temperature: options[Option.temperature],
+            maxTokens: options[Option.maxTokens], seed: options[Option.seed])
     }
 
     let settings: Settings

@@ -24,20 +24,24 @@ public struct OpenAISpeaker: SpeechProvider, ProviderKind {
         public var format: String
     }
 
+    /// Each option of its own, declared once (the connection's are `HTTPSettings.Option`).
+    public enum Option {
+        public static let model = StageOption<String>("model", .string, default: "tts-1", help: "Speech model.")
+        public static let voice = StageOption<String>(
+            "voice", .string, default: "alloy", help: "The server's voice name.")
+        public static let speed = StageOption<Double?>(
+            "speed", .number(0.25...4), help: "Speaking speed, 1 is normal.")
+        public static let format = StageOption<String>(
+            "format", .choice(["wav", "pcm"]), default: "wav", help: "wav, or pcm (raw 24 kHz mono 16-bit).")
+    }
+
     public static let options: [OptionSpec] =
-        HTTPSettings.options + [
-            OptionSpec("model", .string, default: "tts-1", help: "Speech model."),
-            OptionSpec("voice", .string, default: "alloy", help: "The server's voice name."),
-            OptionSpec("speed", .number(0.25...4), help: "Speaking speed, 1 is normal."),
-            OptionSpec(
-                "format", .choice(["wav", "pcm"]), default: "wav", help: "wav, or pcm (raw 24 kHz mono 16-bit)."),
-        ]
+        HTTPSettings.options + [Option.model.spec, Option.voice.spec, Option.speed.spec, Option.format.spec]
 
     public static func settings(_ options: StageOptions) -> Settings {
         Settings(
-            http: HTTPSettings(options), model: options.string("model") ?? "tts-1",
-            voice: options.string("voice") ?? "alloy",
-            speed: options.double("speed"), format: options.string("format") ?? "wav")
+            http: HTTPSettings(options), model: options[Option.model], voice: options[Option.voice],
+            speed: options[Option.speed], format: options[Option.format])
     }
 
     /// The API's longest input.

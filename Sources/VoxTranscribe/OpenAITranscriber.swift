@@ -22,19 +22,25 @@ public final class OpenAITranscriber: TranscriptionProvider, ProviderKind, Senda
         public var temperature: Double?
     }
 
+    /// Each option of its own, declared once (the connection's are `HTTPSettings.Option`).
+    public enum Option {
+        public static let model = StageOption<String>(
+            "model", .string, default: "whisper-1", help: "Transcription model.")
+        public static let language = StageOption<String?>(
+            "language", .string, help: "ISO-639-1 language of the speech (de, en, …); absent: detected.")
+        public static let prompt = StageOption<String?>(
+            "prompt", .string, help: "Text to guide the model's style or vocabulary.")
+        public static let temperature = StageOption<Double?>(
+            "temperature", .number(0...1), help: "Sampling temperature.")
+    }
+
     public static let options: [OptionSpec] =
-        HTTPSettings.options + [
-            OptionSpec("model", .string, default: "whisper-1", help: "Transcription model."),
-            OptionSpec("language", .string, help: "ISO-639-1 language of the speech (de, en, …); absent: detected."),
-            OptionSpec("prompt", .string, help: "Text to guide the model's style or vocabulary."),
-            OptionSpec("temperature", .number(0...1), help: "Sampling temperature."),
-        ]
+        HTTPSettings.options + [Option.model.spec, Option.language.spec, Option.prompt.spec, Option.temperature.spec]
 
     public static func settings(_ options: StageOptions) -> Settings {
         Settings(
-            http: HTTPSettings(options), model: options.string("model") ?? "whisper-1",
-            language: options.string("language"),
-            prompt: options.string("prompt"), temperature: options.double("temperature"))
+            http: HTTPSettings(options), model: options[Option.model], language: options[Option.language],
+            prompt: options[Option.prompt], temperature: options[Option.temperature])
     }
 
     /// The API's upload limit.

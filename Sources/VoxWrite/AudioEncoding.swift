@@ -4,7 +4,7 @@ import VoxCore
 
 /// The file formats `write-audio` (and `voxpipe serve`) write: libsndfile encodes all but AAC,
 /// which ffmpeg encodes from a temporary WAV.
-public enum AudioFileFormat: String, Sendable, CaseIterable {
+public enum AudioFileFormat: String, Sendable, CaseIterable, OptionValue {
     case wav, flac, mp3, ogg, opus, m4a
 
     /// The file extension.
@@ -57,7 +57,7 @@ public enum AudioFileFormat: String, Sendable, CaseIterable {
 }
 
 /// Bit-rate modes libsndfile's MP3 and Opus encoders offer.
-public enum BitrateMode: String, Sendable, CaseIterable {
+public enum BitrateMode: String, Sendable, CaseIterable, OptionValue {
     case constant, average, variable
 
     var sndfile: Int32 {

@@ -90,7 +90,7 @@ final class SndFileWriter {
 }
 
 /// Sample encodings the WAV and FLAC writers offer.
-public enum WAVEncoding: String, Sendable, CaseIterable {
+public enum WAVEncoding: String, Sendable, CaseIterable, OptionValue {
     case pcm16, pcm24, float32
 
     var subtype: Int32 {

@@ -2,7 +2,7 @@ import Foundation
 import VoxCore
 
 /// Transcript file formats, in the shapes whisper's CLI writes them.
-public enum TranscriptFormat: String, Sendable, CaseIterable {
+public enum TranscriptFormat: String, Sendable, CaseIterable, OptionValue {
     case txt, srt, vtt, tsv, json
 
     /// One timed line of a transcript file: a chunk's transcript, or one of its segments.

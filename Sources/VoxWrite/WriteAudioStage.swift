@@ -37,53 +37,61 @@ public struct WriteAudioStage: Stage {
     public static let kind = "write-audio"
     public static let summary =
         "Writes audio files (wav, flac, mp3, ogg, opus, m4a): one per stream of blocks, or one per chunk or speech."
-    public static let options: [OptionSpec] = [
-        OptionSpec(
-            "format", .choice(AudioFileFormat.allCases.map(\.rawValue)), default: "wav",
-            help: "File format: wav, flac, mp3, ogg (Vorbis), opus (Ogg Opus), m4a (AAC, encoded by ffmpeg)."),
-        OptionSpec(
-            "encoding", .choice(WAVEncoding.allCases.map(\.rawValue)), default: "pcm16",
-            help: "wav, flac: sample encoding, 16- or 24-bit PCM, or 32-bit float (wav only)."),
-        OptionSpec(
+    /// Each option, declared once.
+    public enum Option {
+        public static let format = StageOption<AudioFileFormat>(
+            "format", default: .wav,
+            help: "File format: wav, flac, mp3, ogg (Vorbis), opus (Ogg Opus), m4a (AAC, encoded by ffmpeg).")
+        public static let encoding = StageOption<WAVEncoding>(
+            "encoding", default: .pcm16,
+            help: "wav, flac: sample encoding, 16- or 24-bit PCM, or 32-bit float (wav only).")
+        public static let rate = StageOption<Int?>(
             "rate", .integer(8000...192_000),
             help: "Sample rate of the files (converted with libsoxr); absent keeps the input's (opus, mp3: 48 kHz "
-                + "when the codec cannot take it)."),
-        OptionSpec(
+                + "when the codec cannot take it).")
+        public static let quality = StageOption<Double?>(
             "quality", .number(0...1),
             help: "mp3, ogg, opus: 0 smallest … 1 best (libsndfile's compression level turned round); flac: "
-                + "how hard to compress. Absent: the library's default."),
-        OptionSpec(
+                + "how hard to compress. Absent: the library's default.")
+        public static let bitrateMode = StageOption<BitrateMode?>(
             "bitrateMode", .choice(BitrateMode.allCases.map(\.rawValue)),
-            help: "mp3, opus: constant, average or variable bit rate."),
-        OptionSpec("bitrate", .integer(16...512), default: 96, help: "m4a: AAC bit rate in kbit/s."),
+            help: "mp3, opus: constant, average or variable bit rate.")
+        public static let bitrate = StageOption<Int>(
+            "bitrate", .integer(16...512), default: 96, help: "m4a: AAC bit rate in kbit/s.")
+    }
+
+    public static let options: [OptionSpec] = [
+        Option.format.spec, Option.encoding.spec, Option.rate.spec, Option.quality.spec, Option.bitrateMode.spec,
+        Option.bitrate.spec,
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        let format = options.choice("format", as: AudioFileFormat.self) ?? .wav
-        let sampleEncoding = options.choice("encoding", as: WAVEncoding.self) ?? .pcm16
-        if options.isSet("encoding") && !format.isLossless {
-            throw options.error("encoding", "applies to wav and flac only (\(format.rawValue) is compressed)")
+        let format = options[Option.format]
+        let sampleEncoding = options[Option.encoding]
+        if options.isSet(Option.encoding) && !format.isLossless {
+            throw options.error(Option.encoding, "applies to wav and flac only (\(format.rawValue) is compressed)")
         }
         if format == .flac && sampleEncoding == .float32 {
-            throw options.error("encoding", "flac holds integer samples: pcm16 or pcm24")
+            throw options.error(Option.encoding, "flac holds integer samples: pcm16 or pcm24")
         }
-        if options.isSet("quality") && format == .wav || options.isSet("quality") && format == .m4a {
-            throw options.error("quality", "applies to flac, mp3, ogg and opus (m4a: use bitrate)")
+        if options.isSet(Option.quality) && (format == .wav || format == .m4a) {
+            throw options.error(Option.quality, "applies to flac, mp3, ogg and opus (m4a: use bitrate)")
         }
-        if options.isSet("bitrateMode") && format != .mp3 && format != .opus {
-            throw options.error("bitrateMode", "applies to mp3 and opus only")
+        if options.isSet(Option.bitrateMode) && format != .mp3 && format != .opus {
+            throw options.error(Option.bitrateMode, "applies to mp3 and opus only")
         }
-        if options.isSet("bitrate") && format != .m4a {
-            throw options.error("bitrate", "applies to m4a only (the others: quality)")
+        if options.isSet(Option.bitrate) && format != .m4a {
+            throw options.error(Option.bitrate, "applies to m4a only (the others: quality)")
         }
-        let rate = options.int("rate")
+        let rate = options[Option.rate]
         if let rate, let rates = format.sampleRates, !rates.contains(rate) {
             throw options.error(
-                "rate", "\(format.rawValue) takes \(rates.map(String.init).joined(separator: ", ")) Hz, not \(rate)")
+                Option.rate,
+                "\(format.rawValue) takes \(rates.map(String.init).joined(separator: ", ")) Hz, not \(rate)")
         }
         let encoding = AudioEncoding(
-            format: format, sampleEncoding: sampleEncoding, quality: options.double("quality"),
-            bitrateMode: options.choice("bitrateMode", as: BitrateMode.self), bitrate: options.int("bitrate") ?? 96)
+            format: format, sampleEncoding: sampleEncoding, quality: options[Option.quality],
+            bitrateMode: options[Option.bitrateMode], bitrate: options[Option.bitrate])
         return Configuration(encoding: encoding, rate: rate)
     }
 

@@ -37,13 +37,18 @@ public struct WriteEvidenceStage: Stage {
     public static let kind = "write-evidence"
     public static let summary =
         "Writes a BagIt evidence bundle per item/track: 48 kHz mono WAV of the window, original, report, hashes."
-    public static let options: [OptionSpec] = [
-        OptionSpec("organization", .string, help: "Source-Organization in bag-info.txt."),
-        OptionSpec("original", .boolean, default: true, help: "Keep the untouched upload as data/original.<ext>."),
-    ]
+    /// Each option, declared once.
+    public enum Option {
+        public static let organization = StageOption<String?>(
+            "organization", .string, help: "Source-Organization in bag-info.txt.")
+        public static let original = StageOption<Bool>(
+            "original", .boolean, default: true, help: "Keep the untouched upload as data/original.<ext>.")
+    }
+
+    public static let options: [OptionSpec] = [Option.organization.spec, Option.original.spec]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(organization: options.string("organization"), includeOriginal: options.bool("original") ?? true)
+        Configuration(organization: options[Option.organization], includeOriginal: options[Option.original])
     }
 
     /// The source's format and length and the report go into report.json and bag-info.txt.

@@ -18,15 +18,19 @@ public struct WriteMessageChunksStage: Stage {
 
     public static let kind = "write-message-chunks"
     public static let summary = "Splits written files into message-sized parts with a checksummed index."
-    public static let options: [OptionSpec] = [
-        OptionSpec("bytes", .integer(256...16_777_216), default: 30720, help: "Largest part in bytes."),
-        OptionSpec(
+    /// Each option, declared once.
+    public enum Option {
+        public static let bytes = StageOption<Int>(
+            "bytes", .integer(256...16_777_216), default: 30720, help: "Largest part in bytes.")
+        public static let include = StageOption<String?>(
             "include", .string,
-            help: "Only files whose path ends with this (for example evidence.wav); absent: every file."),
-    ]
+            help: "Only files whose path ends with this (for example evidence.wav); absent: every file.")
+    }
+
+    public static let options: [OptionSpec] = [Option.bytes.spec, Option.include.spec]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(bytes: options.int("bytes") ?? 30720, include: options.string("include").map { [$0] } ?? [])
+        Configuration(bytes: options[Option.bytes], include: options[Option.include].map { [$0] } ?? [])
     }
 
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {

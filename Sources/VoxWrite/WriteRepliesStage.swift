@@ -40,18 +40,21 @@ public struct WriteRepliesStage: Stage {
 
     public static let kind = "write-replies"
     public static let summary = "Writes one JSON per item: every turn's times, transcription, reply and spoken reply."
-    public static let options: [OptionSpec] = [
-        OptionSpec(
-            "embedAudio", .boolean, default: false, help: "Put each spoken reply in the JSON as a base64 WAV (`audio`)."
-        ),
-        OptionSpec(
+    /// Each option, declared once.
+    public enum Option {
+        public static let embedAudio = StageOption<Bool>(
+            "embedAudio", .boolean, default: false,
+            help: "Put each spoken reply in the JSON as a base64 WAV (`audio`).")
+        public static let audioFrom = StageOption<String?>(
             "audioFrom", .stage(["write-audio", "write-wav"]),
             help: "Id of the write-audio (or write-wav) stage writing the spoken replies; each turn then names its "
-                + "file (`audioFile`)."),
-    ]
+                + "file (`audioFile`).")
+    }
+
+    public static let options: [OptionSpec] = [Option.embedAudio.spec, Option.audioFrom.spec]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(embedAudio: options.bool("embedAudio") ?? false, audioFrom: options.string("audioFrom"))
+        Configuration(embedAudio: options[Option.embedAudio], audioFrom: options[Option.audioFrom])
     }
 
     public static func plannedOutputs(_ configuration: Configuration, id: String, input: PayloadType) -> [String] {

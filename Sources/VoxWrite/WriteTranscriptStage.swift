@@ -15,17 +15,18 @@ public struct WriteTranscriptStage: Stage {
 
     public static let kind = "write-transcript"
     public static let summary = "Writes transcripts as txt, srt, vtt, tsv and whisper-style json."
-    public static let options: [OptionSpec] = [
-        OptionSpec(
-            "formats", .choices(TranscriptFormat.allCases.map(\.rawValue)), default: ["txt", "srt", "json"],
+    /// Each option, declared once.
+    public enum Option {
+        public static let formats = StageOption<[TranscriptFormat]>(
+            "formats", .choices(TranscriptFormat.allCases.map(\.rawValue)), default: [.txt, .srt, .json],
             help: "Files to write, one per format.")
-    ]
+    }
+
+    public static let options: [OptionSpec] = [Option.formats.spec]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
         var formats: [TranscriptFormat] = []
-        for name in options.strings("formats") ?? [] {
-            if let f = TranscriptFormat(rawValue: name), !formats.contains(f) { formats.append(f) }
-        }
+        for f in options[Option.formats] where !formats.contains(f) { formats.append(f) }
         return Configuration(formats: formats)
     }
 
