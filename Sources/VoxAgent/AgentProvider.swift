@@ -14,7 +14,7 @@ public enum AgentFailure: FailureCode {
 }
 
 /// The agents of a field-service session. `triage` routes; each other agent owns one record type.
-public enum AgentName: String, Sendable, CaseIterable, Codable {
+public enum AgentName: String, Sendable, CaseIterable, Codable, OptionValue {
     case triage, contacts, jobs, estimates, scheduling
 
     /// The record type this agent saves (nil for triage).

@@ -32,38 +32,44 @@ public struct AgentStage: Stage {
         ProviderEntry(RulesAgent.self),
         ProviderEntry(OpenAIAgent.self),
     ])
-    public static let options: [OptionSpec] = [
-        OptionSpec("provider", .provider(providers.specs), help: "The agent engine and its settings (required)."),
-        OptionSpec(
+    /// Each option but the provider block, declared once.
+    public enum Option {
+        public static let records = StageOption<String?>(
             "records", .path,
             help:
                 "Folder of record schemas: each <type>.schema.json is a record type saved by save_<type> "
-                + "(required)."),
-        OptionSpec(
-            "agent", .choice(AgentName.allCases.map(\.rawValue)), default: "triage",
-            help: "triage routes each turn to contacts, jobs, estimates or scheduling; any other pins that agent."),
-        OptionSpec(
+                + "(required).")
+        public static let agent = StageOption<AgentName>(
+            "agent", default: .triage,
+            help: "triage routes each turn to contacts, jobs, estimates or scheduling; any other pins that agent.")
+        public static let language = StageOption<String?>(
             "language", .string,
-            help: "Language of the responses (en, de); default: the sidecar's, else the transcript's, else en."),
-        OptionSpec(
-            "currency", .choice(["USD", "EUR", "GBP"]), default: "USD", help: "Currency of amounts naming none."),
+            help: "Language of the responses (en, de); default: the sidecar's, else the transcript's, else en.")
+        public static let currency = StageOption<String>(
+            "currency", .choice(["USD", "EUR", "GBP"]), default: "USD", help: "Currency of amounts naming none.")
+    }
+
+    public static let options: [OptionSpec] = [
+        OptionSpec("provider", .provider(providers.specs), help: "The agent engine and its settings (required)."),
+        Option.records.spec, Option.agent.spec, Option.language.spec, Option.currency.spec,
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        guard let records = options.url("records") else {
-            throw options.error("records", "the agent stage needs a records folder of <type>.schema.json files")
+        guard let records = options.url(Option.records) else {
+            throw options.error(Option.records, "the agent stage needs a records folder of <type>.schema.json files")
         }
         let catalog = try RecordCatalog(folder: records)
-        let agent = AgentName(rawValue: options.string("agent") ?? "triage") ?? .triage
+        let agent = options[Option.agent]
         for name in AgentName.allCases where agent == .triage || agent == name {
             if let type = name.recordType, catalog.type(named: type) == nil {
                 throw options.error(
-                    "records", "\(records.path) has no \(type).schema.json, which the \(name.rawValue) agent saves")
+                    Option.records,
+                    "\(records.path) has no \(type).schema.json, which the \(name.rawValue) agent saves")
             }
         }
         return Configuration(
             provider: try providers.choose(options), agent: agent == .triage ? nil : agent, records: records,
-            catalog: catalog, language: options.string("language"), currency: options.string("currency") ?? "USD")
+            catalog: catalog, language: options[Option.language], currency: options[Option.currency])
     }
 
     /// The provider (and model), and the record types, for provenance records.

@@ -29,36 +29,49 @@ public struct OpenAIAgent: AgentProvider, ProviderKind {
         public var maxRounds: Int
     }
 
+    /// Each option of its own, declared once (the connection's are `HTTPSettings.Option`).
+    public enum Option {
+        public static let model = StageOption<String>("model", .string, default: "gpt-4o-mini", help: "Chat model.")
+        public static let systemPrompt = StageOption<String?>(
+            "systemPrompt", .string, help: "The system prompt, inline (a field-service default otherwise).")
+        public static let memory = StageOption<Int>(
+            "memory", .integer(0...200), default: 20, help: "Earlier turns of the same session sent as history.")
+        public static let temperature = StageOption<Double>(
+            "temperature", .number(0...2), default: 0, help: "Sampling temperature.")
+        public static let seed = StageOption<Int?>(
+            "seed", .integer(0...Int(Int32.max)), help: "Seed, for servers that sample reproducibly.")
+        public static let strict = StageOption<Bool>(
+            "strict", .boolean, default: false,
+            help:
+                "Send tools with \"strict\": true (the server then keeps to the schema; OpenAI needs every "
+                + "property "
+                + "required).")
+        public static let responseFormat = StageOption<ResponseFormat>(
+            "responseFormat", default: .text,
+            help: "json_schema: the spoken response as strict structured output {agent, response}.")
+        public static let maxRounds = StageOption<Int>(
+            "maxRounds", .integer(1...8), default: 3,
+            help: "Model calls per turn at most (tool results go back to the model until it answers).")
+    }
+
+    /// How the model's spoken response comes back.
+    public enum ResponseFormat: String, Sendable, CaseIterable, OptionValue {
+        case text
+        case jsonSchema = "json_schema"
+    }
+
     public static let options: [OptionSpec] =
         HTTPSettings.options + [
-            OptionSpec("model", .string, default: "gpt-4o-mini", help: "Chat model."),
-            OptionSpec("systemPrompt", .string, help: "The system prompt, inline (a field-service default otherwise)."),
-            OptionSpec(
-                "memory", .integer(0...200), default: 20, help: "Earlier turns of the same session sent as history."),
-            OptionSpec("temperature", .number(0...2), default: 0, help: "Sampling temperature."),
-            OptionSpec("seed", .integer(0...Int(Int32.max)), help: "Seed, for servers that sample reproducibly."),
-            OptionSpec(
-                "strict", .boolean, default: false,
-                help:
-                    "Send tools with \"strict\": true (the server then keeps to the schema; OpenAI needs every "
-                    + "property "
-                    + "required)."),
-            OptionSpec(
-                "responseFormat", .choice(["text", "json_schema"]), default: "text",
-                help: "json_schema: the spoken response as strict structured output {agent, response}."),
-            OptionSpec(
-                "maxRounds", .integer(1...8), default: 3,
-                help: "Model calls per turn at most (tool results go back to the model until it answers)."),
+            Option.model.spec, Option.systemPrompt.spec, Option.memory.spec, Option.temperature.spec, Option.seed.spec,
+            Option.strict.spec, Option.responseFormat.spec, Option.maxRounds.spec,
         ]
 
     public static func settings(_ options: StageOptions) throws -> Settings {
         Settings(
-            http: HTTPSettings(options), model: options.string("model") ?? "gpt-4o-mini",
-            systemPrompt: options.string("systemPrompt"), memory: options.int("memory") ?? 20,
-            temperature: options.double("temperature") ?? 0, seed: options.int("seed"),
-            strict: options.bool("strict") ?? false,
-            structuredResponse: options.string("responseFormat") == "json_schema",
-            maxRounds: options.int("maxRounds") ?? 3)
+            http: HTTPSettings(options), model: options[Option.model], systemPrompt: options[Option.systemPrompt],
+            memory: options[Option.memory], temperature: options[Option.temperature], seed: options[Option.seed],
+            strict: options[Option.strict], structuredResponse: options[Option.responseFormat] == .jsonSchema,
+            maxRounds: options[Option.maxRounds])
     }
 
     public static func provenance(_ settings: Settings) -> [String: JSONValue] { ["model": .string(settings.model)] }

@@ -50,44 +50,45 @@ public struct ModerationItems: ItemExpansion {
     }
 
     /// The spec options of the stage that declares this expansion (decode's, after its own).
-    public static let options: [OptionSpec] = [
-        OptionSpec(
+    /// Each option, declared once.
+    public enum Option {
+        public static let channels = StageOption<String>(
             "channels", .choice(["keep", "split"]), default: "keep",
             help:
                 "split: one item per channel (seat), named from the report's seat map; later stages and outputs run "
-                + "per track."
-        ),
-        OptionSpec(
+                + "per track.")
+        public static let seats = StageOption<String>(
             "seats", .choice(["all", "reported"]), default: "all",
-            help: "With split: every seat, or only the reported user's."),
-        OptionSpec(
-            "sidecar", .choice(SidecarPolicy.allCases.map(\.rawValue)), default: "optional",
+            help: "With split: every seat, or only the reported user's.")
+        public static let sidecar = StageOption<SidecarPolicy>(
+            "sidecar", default: .optional,
             help:
                 "The upload's report sidecar X.json: optional, required (missing or malformed fails the item) or "
-                + "ignore."
-        ),
-        OptionSpec(
+                + "ignore.")
+        public static let windowSeconds = StageOption<Double>(
             "windowSeconds", .number(1...86400), default: 300,
             help:
                 "When the sidecar's reports name moments: each is an item of this many seconds before its moment (a "
-                + "report's own \"seconds\" wins)."
-        ),
-        OptionSpec(
+                + "report's own \"seconds\" wins).")
+        public static let debounceSeconds = StageOption<Double>(
             "debounceSeconds", .number(0...3600), default: 10,
-            help: "Reports of one user whose moments are this close share one window (repeated taps)."),
+            help: "Reports of one user whose moments are this close share one window (repeated taps).")
+    }
+
+    public static let options: [OptionSpec] = [
+        Option.channels.spec, Option.seats.spec, Option.sidecar.spec, Option.windowSeconds.spec,
+        Option.debounceSeconds.spec,
     ]
 
     /// Reads `options` (those of `options` above; the stage's own are its business).
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        let split = options.string("channels") == "split"
-        if !split && options.isSet("seats") {
-            throw options.error("seats", "applies with \"channels\": \"split\" only")
+        let split = options[Option.channels] == "split"
+        if !split && options.isSet(Option.seats) {
+            throw options.error(Option.seats, "applies with \"channels\": \"split\" only")
         }
         return Configuration(
-            split: split, reportedSeatsOnly: options.string("seats") == "reported",
-            sidecar: options.choice("sidecar", as: SidecarPolicy.self) ?? .optional,
-            windowSeconds: options.double("windowSeconds") ?? 300,
-            debounceSeconds: options.double("debounceSeconds") ?? 10)
+            split: split, reportedSeatsOnly: options[Option.seats] == "reported", sidecar: options[Option.sidecar],
+            windowSeconds: options[Option.windowSeconds], debounceSeconds: options[Option.debounceSeconds])
     }
 
     /// The sidecar read both ways, for the stage declaring the expansion to list with its own.

@@ -188,7 +188,7 @@ public struct ReportSidecar: Sendable, Equatable {
 }
 
 /// Whether an upload's report sidecar (`X.json` beside `X.<ext>`) must be there.
-public enum SidecarPolicy: String, Sendable, CaseIterable {
+public enum SidecarPolicy: String, Sendable, CaseIterable, OptionValue {
     /// Read when present and well formed; a bad one is logged and ignored.
     case optional
     /// Missing or malformed fails the item.
