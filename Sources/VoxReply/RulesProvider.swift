@@ -20,8 +20,8 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
     public static let summary = "Ordered regular-expression rules with reply templates and a fallback."
     /// The rules file, loaded and checked when the spec is.
     public static func settings(_ options: StageOptions) throws -> RulesProvider {
-        guard let url = options.url("rules") else {
-            throw options.error("rules", "the rules provider needs a rules file")
+        guard let url = options.url(rules) else {
+            throw options.error(rules, "the rules provider needs a rules file")
         }
         return try RulesProvider(url: url)
     }
@@ -60,13 +60,14 @@ public final class RulesProvider: ReplyProvider, ProviderKind, @unchecked Sendab
     /// Questions for `{ask}`, in the order asked.
     let questions: [(fact: String, question: String)]
 
-    public static let options: [OptionSpec] = [
-        OptionSpec(
-            "rules", .path,
-            help:
-                "The rules file (JSON): {\"rules\": [{\"pattern\", \"replies\", \"remember\", \"requires\"}], "
-                + "\"fallback\": [...], \"ask\": [{\"fact\", \"question\"}]}.")
-    ]
+    /// The one option, declared once.
+    public static let rules = StageOption<String?>(
+        "rules", .path,
+        help:
+            "The rules file (JSON): {\"rules\": [{\"pattern\", \"replies\", \"remember\", \"requires\"}], "
+            + "\"fallback\": [...], \"ask\": [{\"fact\", \"question\"}]}.")
+
+    public static let options: [OptionSpec] = [rules.spec]
 
     /// Loads and checks a rules file; errors name the file, the entry and the reason.
     public init(url: URL) throws {
