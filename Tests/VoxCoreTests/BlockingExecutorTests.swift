@@ -46,7 +46,8 @@ import VoxTestSupport
         await #expect(throws: CancellationError.self) { try await task.value }
     }
 
-    @Test func aChildProcessIsKilledWhenItsTaskIsCancelled() async throws {
+    @Test(.startsProcess("sh"))
+    func aChildProcessIsKilledWhenItsTaskIsCancelled() async throws {
         let pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString).pid")
         defer { try? FileManager.default.removeItem(at: pidFile) }
         let task = Task {

@@ -10,7 +10,7 @@ import VoxTesting
 /// noise. Word assertions carry a WER bound; times are checked in the original file's time.
 @Suite(
     .serialized,
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+    .needs(.whisperModels)
 ) struct WhisperTests {
     static let librivox = InstalledFixture.librivox.url
     static let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -38,7 +38,7 @@ import VoxTesting
         }
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func realReadSpeechFromLibriVoxComesBackWithinTenPercentWER() async throws {
         let lines = try Self.librivoxLines()
         try #require(lines.count == 5, "pocketsphinx-testdata is installed by make setup")
@@ -120,7 +120,7 @@ import VoxTesting
         #expect(transcripts[3].words.allSatisfy { $0.start >= 6 && $0.end <= 9 })
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func aFortyFiveSecondChunkIsDecodedInWindowsWithTimesInTheFile() async throws {
         // Speech at 2 s and at 36 s of a 45-s chunk that starts 100 s into the file.
         let lines = try Self.librivoxLines()
@@ -264,7 +264,7 @@ import VoxTesting
     /// Issue 23's odd lengths: a chunk of 29.9 s (lines of read speech run together, then
     /// silence) fills Whisper's window and keeps its words and times inside it; 0.2 s of speech
     /// does not crash and invents nothing long.
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func aChunkOfAlmostThirtySecondsAndOneOfAFifthOfASecondDecode() async throws {
         let lines = try Self.librivoxLines()
         var samples: [Float] = []
@@ -351,7 +351,7 @@ import VoxTesting
         return try testEngines.engine("whisper:\(file.path)") { try WhisperEngine(modelFile: file) }
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func aShortTurnIsDecodedInAShrunkContextAndAnUnsureOneAgainInTheFullWindow() async throws {
         let line = try Self.librivoxLines()[4]  // 3.29 s: "he might even have been made amiable himself"
         let samples = try await chunk16k(line.url).samples

@@ -6,9 +6,9 @@ import VoxTestSupport
 /// thread count or the load beside the run; and a signal stops a decode at once.
 @Suite(
     .serialized,
-    .enabled(
-        if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason)),
-    .enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason))
+    .needs(.whisperModels),
+    .needs(.librivox),
+    .startsProcess("the voxpipe binary")
 ) struct ReproducibilityTests {
     /// The five LibriVox lines and two samples (English, German) in one folder.
     func inputs() throws -> URL {
