@@ -213,12 +213,11 @@ import VoxTesting
         // Cancelled once the decode runs (it has its slot and its thread).
         #expect(try await eventually { provider.decodesStarted > 0 })
         #expect(provider.decodesStarted == 1)
-        let cancelled = ContinuousClock.now
         decode.cancel()
-        // Without the abort flag reaching whisper_full, the decode would end with its text.
         await #expect(throws: CancellationError.self) { _ = try await decode.value }
-        // Generous: an aborted decode stops within milliseconds; this only catches one that hangs.
-        #expect(ContinuousClock.now - cancelled < .seconds(30))
+        // whisper_full itself stopped at its abort callback: without the flag reaching it, the
+        // decode would have run to its end before the cancellation was noticed.
+        #expect(provider.decodesAborted == 1)
     }
 
     @Test func theRuntimeIsTheBaselineBuildAndACPUBelowItIsRefusedAtPrepare() throws {
