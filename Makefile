@@ -4,7 +4,7 @@ DEBUG_BIN := .build/debug/voxpipe
 RELEASE_BIN := .build/release/voxpipe
 DEMO_OUT ?= out/demo
 
-.PHONY: setup build build-debug test cluster-test interop demo bench schema readme fuzz format lint clean
+.PHONY: setup build build-debug test test-fast cluster-test interop demo bench schema readme fuzz format lint clean
 
 setup:
 	@scripts/setup.sh
@@ -24,6 +24,15 @@ test: setup
 	@scripts/validate-deploy.sh
 	@VOXPIPE=$(DEBUG_BIN) scripts/interop.sh --if-possible
 	@scripts/cluster-test.sh --if-possible
+
+# The fast tier (docs/testing.md): the tests that load no model, start no child process and wait on
+# no real clock (planner, runner, ledger, every stage through the harness with fakes, serve's
+# handlers); the others are skipped, each saying why. No `make setup` (no apt-get, downloads or
+# models): only the libraries voxpipe links, which setup installed once. `swift test` builds first.
+test-fast:
+	@pkg-config --exists whisper sherpa-onnx sndfile soxr samplerate espeak-ng pocketsphinx libcurl || \
+		{ echo "test-fast: the libraries voxpipe links are not all installed: run make setup once" >&2; exit 1; }
+	@VOXPIPE_TEST_TIER=fast SWIFT=$(SWIFT) scripts/swift-test.sh
 
 # voxpipe's openai transcribe provider against faster-whisper-server and whisper.cpp's server on
 # 127.0.0.1 (installed by make setup); VOXPIPE_INTEROP_UPDATE=1 re-records Tests/Fixtures/interop.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `swift test` with its output line by line (a pipe would hold up to 4 KB of it back) and a
-# watchdog: a run still going after VOXPIPE_TEST_LIMIT seconds (default 1800; a normal run takes
-# 6-13 minutes on 2 cores, busy or idle) is a hang, not a slow machine. Then it prints the tests
+# The Swift tests (swift-testing; arguments go to it: --filter, --skip, …) with their output line
+# by line (a pipe would hold up to 4 KB of it back) and a watchdog: a run still going after
+# VOXPIPE_TEST_LIMIT seconds (default 1800; a normal run takes 6-13 minutes on 2 cores, busy or
+# idle) is a hang, not a slow machine. Then it prints the tests
 # that started and never ended, every thread's stack in the test processes (gdb), and their
 # children, stops the run and fails, well inside CI's own time limit. A test process that printed
 # its verdict but does not exit within 120 s is stopped the same way (stacks printed) and the
@@ -9,6 +10,16 @@
 set -uo pipefail
 SWIFT="${SWIFT:-swift}"
 limit="${VOXPIPE_TEST_LIMIT:-1800}"
+# Built first (what `swift test` would do), with Swift's hashing seeded the same in every run:
+# SwiftPM writes a package's trait flags (Hummingbird's -DConfigurationSupport -DFullFoundation)
+# in the order of a Set, so with a random seed every other run rebuilt Hummingbird and all above
+# it, some 40 s on 2 cores. Then the test binary runs itself, as `swift test` runs it but without
+# SwiftPM loading every manifest again (the run's TMPDIR below, new each run, missed its cache:
+# 15-20 s). The tests run with the random seed that voxpipe runs with.
+export SWIFT_DETERMINISTIC_HASHING=1
+"$SWIFT" build --build-tests || exit $?
+tests="$("$SWIFT" build --show-bin-path)/voxpipePackageTests.xctest"
+unset SWIFT_DETERMINISTIC_HASHING
 log="$(mktemp)"
 # The tests' folders (temporaryDirectory(), up to 370 MB each) go in one folder of this run's,
 # removed when it ends: left in /tmp, runs on one machine filled its disk (15,000 folders, 66 GB).
@@ -17,7 +28,7 @@ chmod 1777 "$scratch" # as /tmp: the permission tests run voxpipe as another use
 export TMPDIR="$scratch"
 trap 'rm -f "$log"; rm -rf "$scratch"' EXIT
 
-setsid stdbuf -oL -eL "$SWIFT" test --disable-xctest "$@" >"$log" 2>&1 &
+setsid stdbuf -oL -eL "$tests" --testing-library swift-testing "$@" >"$log" 2>&1 &
 pid=$!
 tail -n +1 -f --pid="$pid" "$log" &
 tailer=$!

@@ -7,9 +7,15 @@ import VoxCore
 /// operations of its compute graphs, so a cancelled item stops within milliseconds.
 final class WhisperAbort: Sendable {
     let requested = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
 
     func request() { requested.store(true, ordering: .relaxed) }
     var isRequested: Bool { requested.load(ordering: .relaxed) }
+
+    /// Whether whisper.cpp itself stopped short on the request (a whisper_full call ended with an
+    /// error status once its abort callback said so), not after finishing its work.
+    var stoppedWhisper: Bool { stopped.load(ordering: .relaxed) }
+    func whisperStopped() { stopped.store(true, ordering: .relaxed) }
 }
 
 /// One loaded Whisper model (whisper.cpp), shared by every worker: the weights are read once,
@@ -441,7 +447,11 @@ final class WhisperEngine: @unchecked Sendable {
             }
             // whisper.cpp keeps the context from a call that got past its too-short check (100 ms).
             if samples.count >= 200, 1 + (samples.count - 200) / 160 >= 10 { encoderFrames = frames }
-            if abort.isRequested { throw CancellationError() }
+            if abort.isRequested {
+                // whisper_full fails (-6 to -9) at the first abort check that sees the request.
+                if status != 0 { abort.whisperStopped() }
+                throw CancellationError()
+            }
             guard status == 0 else {
                 throw TranscribeError(.decodeFailed, "whisper failed on this chunk (status \(status))")
             }

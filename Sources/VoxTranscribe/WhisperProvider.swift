@@ -197,9 +197,15 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
     /// Where decodes run: a thread each, off the cooperative pool; cancellation aborts them.
     let blocking: BlockingExecutor
     private let started = Atomic<Int>(0)
+    private let aborted = Atomic<Int>(0)
 
-    /// How many decodes (whisper_full calls for a chunk or a packed window) this provider began.
+    /// How many decodes (whisper_full calls for a chunk or a packed window) this provider began:
+    /// each counts once its thread runs it, so a cancellation after that reaches whisper.cpp.
     var decodesStarted: Int { started.load(ordering: .relaxed) }
+
+    /// How many decodes whisper.cpp stopped short when they were cancelled: the cancellation
+    /// reached its abort callback, not just the code after it.
+    var decodesAborted: Int { aborted.load(ordering: .relaxed) }
 
     /// How many models the provider's engine cache loaded (one per model file).
     public var enginesLoaded: Int { engines.loads }
@@ -338,15 +344,17 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
             guard let cores = await provider.takeCores() else { throw CancellationError() }
             options.threads = cores.threads
             let settings = options
-            provider.started.add(1, ordering: .relaxed)
             do {
-                let decoded = try await provider.blocking.run(onCancel: { abort.request() }) {
-                    try decoder.decode(samples, options: settings, abort: abort, forgetPreviousText: forgetPreviousText)
+                let decoded = try await provider.blocking.run(onCancel: { abort.request() }) { [provider] in
+                    provider.started.add(1, ordering: .relaxed)
+                    return try decoder.decode(
+                        samples, options: settings, abort: abort, forgetPreviousText: forgetPreviousText)
                 }
                 await provider.slots.release(cores.permits)
                 return decoded
             } catch {
                 await provider.slots.release(cores.permits)
+                if abort.stoppedWhisper { provider.aborted.add(1, ordering: .relaxed) }
                 throw error
             }
         }

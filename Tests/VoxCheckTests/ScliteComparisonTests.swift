@@ -69,7 +69,9 @@ func sclite(
     return result
 }
 
-@Suite(.enabled(if: sclitePath != nil, "needs sctk (apt-get install sctk; make setup installs it)"))
+@Suite(
+    .enabled(if: sclitePath != nil, "needs sctk (apt-get install sctk; make setup installs it)"),
+    .startsProcess("sclite"))
 struct ScliteComparisonTests {
     /// Varied pairs, normalised with the standard normalisation before sclite sees them.
     static let texts: [(reference: String, hypothesis: String)] = [

@@ -6,11 +6,9 @@ import VoxTesting
 
 @testable import VoxChunk
 
-private let sileroIsInstalled = SileroVAD.resolve("silero", baseDirectory: URL(fileURLWithPath: "/")).found
-
 /// The `silero` voice detector (Silero VAD through whisper.cpp, installed by `make setup`) on real
 /// read speech, silence, noise and music-like tones.
-@Suite(.enabled(if: sileroIsInstalled, "needs the Silero VAD model (make setup installs it)"))
+@Suite(.needs(.sileroModel))
 struct SileroDetectorTests {
     static let mono16k = AudioFormat(sampleRate: 16000, channels: 1)
     static let silero: [String: JSONValue] = ["mode": "voice", "detector": "silero", "maxSeconds": 8]
@@ -30,7 +28,7 @@ struct SileroDetectorTests {
         }
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func twoSpokenLinesBetweenPausesAreFoundWhereTheyAre() async throws {
         // Given 1 s of quiet, a line of 2.99 s, 2 s of quiet, a line of 3.29 s, 1 s of quiet.
         let first = try Self.line("0880"), second = try Self.line("0930")
@@ -85,7 +83,7 @@ struct SileroDetectorTests {
     /// voice turns with Silero: the clip from where Silero hears speech start to where it ends;
     /// nothing for silence, noise or music, so serve answers an empty turn without decoding one.
     /// With the energy detector every clip is given whole.
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func aServedTurnIsTheStretchSileroHearsSpeechInAndNothingWithoutSpeech() async throws {
         func served(_ options: [String: JSONValue]) throws -> ChunkStage.Configuration {
             ChunkStage.oneTurn(
@@ -127,7 +125,7 @@ struct SileroDetectorTests {
         #expect(try served(["mode": "voice", "maxSeconds": 8]).speechOnly == false)
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func theSameAudioGivesTheSameChunksWhateverTheBlockSizes() async throws {
         let samples = Self.quiet(0.7) + (try Self.line("0890")) + Self.quiet(1.3)
         func run(_ blockFrames: Int) async throws -> [AudioChunk] {

@@ -6,17 +6,13 @@ import VoxTestSupport
 
 @Suite struct BlockingExecutorTests {
     /// Blocks as a C call would, after calling `started`, until the job's stop hook tells it to
-    /// end, then throws `CancellationError`; or a minute passes: then it ends with a result, and
-    /// the test fails.
+    /// end, then throws `CancellationError`; or it is never told (`blockUntil` gives up): then it
+    /// ends with a result, and the test fails.
     static func blockUntilStopped(_ job: BlockingJob, started: () -> Void) throws -> Int {
         let stopped = Atomic<Bool>(false)
         job.onCancel { stopped.store(true, ordering: .relaxed) }
         started()
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !stopped.load(ordering: .relaxed) {
-            guard ContinuousClock.now < deadline else { return 0 }
-            usleep(1000)
-        }
+        guard blockUntil({ stopped.load(ordering: .relaxed) }) else { return 0 }
         throw CancellationError()
     }
 
@@ -46,7 +42,8 @@ import VoxTestSupport
         await #expect(throws: CancellationError.self) { try await task.value }
     }
 
-    @Test func aChildProcessIsKilledWhenItsTaskIsCancelled() async throws {
+    @Test(.startsProcess("sh"))
+    func aChildProcessIsKilledWhenItsTaskIsCancelled() async throws {
         let pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString).pid")
         defer { try? FileManager.default.removeItem(at: pidFile) }
         let task = Task {
@@ -84,7 +81,7 @@ import VoxTestSupport
 
     @Test func lanesThatBlockHoldNoThreadOfThePool() async throws {
         // More lanes blocked at once than the pool has threads: if they held its threads, the task
-        // that releases them could not run until each gave up (after a minute) and said so.
+        // that releases them could not run until each gave up (`blockUntil`) and said so.
         final class Counts: Sendable {
             let released = Atomic<Bool>(false)
             let blocked = Atomic<Int>(0)
@@ -100,12 +97,7 @@ import VoxTestSupport
                         try await lane.open { _ in (0, ()) }
                         return try await lane.run { _, _ in
                             counts.blocked.add(1, ordering: .relaxed)
-                            let deadline = ContinuousClock.now + .seconds(60)
-                            while !counts.released.load(ordering: .relaxed) {
-                                guard ContinuousClock.now < deadline else { return false }
-                                usleep(1000)
-                            }
-                            return true
+                            return blockUntil { counts.released.load(ordering: .relaxed) }
                         }
                     }
                 }

@@ -161,10 +161,9 @@ import VoxTesting
 
     // A writer that dies mid-stream must not leave the stages feeding it blocked in a send: the
     // item fails at once with the writer's reason and the run goes on. Before the fix the run
-    // never ended. The time limit is only a watchdog, ample so that a busy test process (whose
-    // threads the command-line tests hold while their runs go) never trips it; these take
-    // well under a second.
-    @Test(.timeLimit(.minutes(10)), arguments: [0, 3])
+    // never ended: a hang that scripts/swift-test.sh's watchdog names, not a time these tests
+    // assert (they take well under a second).
+    @Test(arguments: [0, 3])
     func aWriterThatDiesLeavesNoStageWaitingAndTheRunEnds(after: Int) async throws {
         let out = temporaryDirectory()
         let r = try await runner(
@@ -177,8 +176,7 @@ import VoxTesting
         #expect(try FileManager.default.subpathsOfDirectory(atPath: out.path).isEmpty)
     }
 
-    @Test(.timeLimit(.minutes(10)))
-    func aDeadWriterBesideALiveOneFailsTheItemWithoutWaiting() async throws {
+    @Test func aDeadWriterBesideALiveOneFailsTheItemWithoutWaiting() async throws {
         let out = temporaryDirectory()
         let r = try await runner(
             #"{"stages":[{"id":"src","kind":"tone","blocks":200},{"id":"ok","kind":"sum-writer","from":"src"},"#

@@ -55,7 +55,8 @@ import VoxTestSupport
         #expect(abs((stats[.audioSeconds] ?? 0) - 1.5) < 0.1)
     }
 
-    @Test func aContainerLibsndfileLacksIsDecodedThroughFFmpeg() async throws {
+    @Test(.startsProcess("ffmpeg"))
+    func aContainerLibsndfileLacksIsDecodedThroughFFmpeg() async throws {
         let dir = temporaryDirectory()
         let wav = dir.appendingPathComponent("tone.wav")
         #expect(
@@ -94,7 +95,8 @@ import VoxTestSupport
     /// Tests/Fixtures/fuzz-regressions/decode/, given by a stand-in ffprobe; the file has no MP4
     /// header to read a length from): the length was converted with a trap; now it is unknown,
     /// and the file decodes (to nothing, here).
-    @Test func aLengthBeyond64BitsFromFFprobeIsUnknownNotACrash() async throws {
+    @Test(.startsProcess("stand-in ffprobe and ffmpeg scripts"))
+    func aLengthBeyond64BitsFromFFprobeIsUnknownNotACrash() async throws {
         let dir = temporaryDirectory()
         let url = dir.appendingPathComponent("x.m4a")
         try (Data([0, 0, 0, 0x1C]) + Data("ftypM4A ".utf8) + Data(repeating: 7, count: 1000)).write(to: url)
@@ -149,33 +151,42 @@ import VoxTestSupport
         #expect(error?.message == "empty file (0 bytes)")
     }
 
-    @Test func filesThatAreNotAudioSayWhatIsWrongWithThem() async throws {
-        let dir = temporaryDirectory()
+    /// 2000 bytes of noise, each with its top bit set (no text, no audio format's magic).
+    static let noise: Data = {
         var random: UInt64 = 1
-        let noise = Data(
+        return Data(
             (0..<2000).map { _ -> UInt8 in
                 random = random &* 6364136223846793005 &+ 1
                 return UInt8(truncatingIfNeeded: random >> 56) | 0x80
             })
+    }()
+
+    @Test func filesThatAreNotAudioSayWhatIsWrongWithThem() async throws {
+        let dir = temporaryDirectory()
         let cases: [(String, Data, String)] = [
             ("notes.mp3", Data("These are my notes, not audio.\n".utf8), "not an audio file: it holds text"),
             ("notes.flac", Data("hello world, not audio".utf8), "not an audio file: it holds text"),
             ("one.mp3", Data([0x78]), "too short to be audio (1 byte)"),
-            ("noise.wav", Data([0x00, 0x01]) + noise, "not an audio file: no audio format starts like this"),
+            ("noise.wav", Data([0x00, 0x01]) + Self.noise, "not an audio file: no audio format starts like this"),
         ]
         for (name, bytes, message) in cases {
             let url = dir.appendingPathComponent(name)
             try bytes.write(to: url)
             await #expect(throws: DecodeError(.unreadable, message), "\(name)") { _ = try await decodeBlocks(url) }
         }
-        // A WAV header over garbage is a damaged audio file, with the decoders' detail.
+    }
+
+    @Test(.startsProcess("ffmpeg and ffprobe, the decoder's fallback"))
+    func aWAVHeaderOverGarbageIsADamagedAudioFileWithTheDecodersDetail() async throws {
+        let dir = temporaryDirectory()
         let damaged = dir.appendingPathComponent("damaged.wav")
-        try (Data("RIFF".utf8) + Data([0xFF, 0xFF, 0xFF, 0x7F]) + Data("WAVEjunk".utf8) + noise).write(to: damaged)
+        try (Data("RIFF".utf8) + Data([0xFF, 0xFF, 0xFF, 0x7F]) + Data("WAVEjunk".utf8) + Self.noise).write(to: damaged)
         let error = await #expect(throws: DecodeError.self) { _ = try await decodeBlocks(damaged) }
         #expect(error?.message.hasPrefix("unsupported or damaged audio file (") == true, "\(String(describing: error))")
     }
 
-    @Test func aCorruptWAVHeaderIsAnItemError() async throws {
+    @Test(.startsProcess("ffmpeg and ffprobe, the decoder's fallback"))
+    func aCorruptWAVHeaderIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("corrupt.wav")
         var bytes = Data("RIFF".utf8) + Data([0x24, 0, 0, 0]) + Data("WAVEfmt ".utf8)
         bytes += Data([0xff, 0xff, 0xff, 0x7f]) + Data(repeating: 0xAB, count: 64)
@@ -211,7 +222,8 @@ import VoxTestSupport
         #expect(error?.message == "sample rate 1000000 Hz is outside 1 Hz…768 kHz")
     }
 
-    @Test func zeroChannelsIsAnItemError() async throws {
+    @Test(.startsProcess("ffmpeg and ffprobe, the decoder's fallback"))
+    func zeroChannelsIsAnItemError() async throws {
         let url = temporaryDirectory().appendingPathComponent("none.wav")
         try wavHeader(channels: 0, rate: 8000, dataBytes: 200).write(to: url)
         await #expect(throws: DecodeError.self) { try await decodeBlocks(url) }

@@ -27,7 +27,8 @@ import VoxTestSupport
         return [atEnd, atFront]
     }
 
-    @Test func anM4asLengthIsWhatFFprobeSaysWhereverItsHeaderIs() throws {
+    @Test(.startsProcess("ffmpeg and ffprobe"))
+    func anM4asLengthIsWhatFFprobeSaysWhereverItsHeaderIs() throws {
         let dir = temporaryDirectory()
         let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Samples/speech-de.m4a")
@@ -45,7 +46,8 @@ import VoxTestSupport
 
     /// Every prefix of an M4A whose header comes first, and the file with bytes flipped inside its
     /// header: no crash, and a length only where the header is whole (then the right one).
-    @Test func aTruncatedOrDamagedHeaderGivesNoLengthOrTheRightOne() throws {
+    @Test(.startsProcess("ffmpeg"))
+    func aTruncatedOrDamagedHeaderGivesNoLengthOrTheRightOne() throws {
         let url = try Self.tones(in: temporaryDirectory())[1]
         let bytes = try Data(contentsOf: url)
         let whole = try #require(MP4Header.seconds(url))

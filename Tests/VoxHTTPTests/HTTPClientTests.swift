@@ -6,7 +6,7 @@ import VoxTestSupport
 @testable import VoxHTTP
 
 /// The fault matrix, against a real server on 127.0.0.1.
-@Suite(.serialized) struct HTTPClientTests {
+@Suite(.serialized, .startsProcess("the fake OpenAI server (Python)")) struct HTTPClientTests {
     let server: FakeOpenAIServer
 
     init() throws { server = try FakeOpenAIServer(key: "sk-test-\(UUID().uuidString.prefix(8))") }
@@ -135,19 +135,6 @@ import VoxTestSupport
         // 600 a minute: one every 0.1 s; the first goes at once.
         #expect(clock.sleeps.map { ($0 * 1000).rounded() } == [100, 100, 100, 100, 100])
     }
-
-    @Test func theBaseURLComesFromTheSpecElseTheEnvironmentElseOpenAI() {
-        func base(_ values: [String: JSONValue], _ env: [String: String]) -> String {
-            HTTPSettings(
-                StageOptions(
-                    stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
-                    specs: HTTPSettings.options), environment: env
-            ).baseURL
-        }
-        #expect(base(["baseURL": "http://a/v1/"], ["OPENAI_BASE_URL": "http://b/v1"]) == "http://a/v1")
-        #expect(base([:], ["OPENAI_BASE_URL": "http://b/v1"]) == "http://b/v1")
-        #expect(base([:], [:]) == "https://api.openai.com/v1")
-    }
 }
 
 /// The client's retry and rate-limit logic over a scripted transport: no server, no real time.
@@ -168,6 +155,19 @@ import VoxTestSupport
         let client = HTTPClient(
             settings: settings, apiKey: "sk-x", recording: nil, transport: transport, clock: clock, random: { 0.5 })
         return (try await client.send(HTTPRequest(method: "GET", url: client.url("models"))), transport)
+    }
+
+    @Test func theBaseURLComesFromTheSpecElseTheEnvironmentElseOpenAI() {
+        func base(_ values: [String: JSONValue], _ env: [String: String]) -> String {
+            HTTPSettings(
+                StageOptions(
+                    stageID: "t", path: "p", baseDirectory: URL(fileURLWithPath: "/"), values: values,
+                    specs: HTTPSettings.options), environment: env
+            ).baseURL
+        }
+        #expect(base(["baseURL": "http://a/v1/"], ["OPENAI_BASE_URL": "http://b/v1"]) == "http://a/v1")
+        #expect(base([:], ["OPENAI_BASE_URL": "http://b/v1"]) == "http://b/v1")
+        #expect(base([:], [:]) == "https://api.openai.com/v1")
     }
 
     @Test func aBrokenConnectionIsRetriedWithBackoffThenSucceeds() async throws {

@@ -49,7 +49,8 @@ import VoxTesting
         #expect(clipped.filter { abs($0) > 0.5 }.count <= 8, "\(engine.0)")
     }
 
-    @Test func matchesSoxOnASineSweep() async throws {
+    @Test(.startsProcess("sox"))
+    func matchesSoxOnASineSweep() async throws {
         let dir = temporaryDirectory()
         let sweep = dir.appendingPathComponent("sweep.wav")
         try runTool(
@@ -58,7 +59,8 @@ import VoxTesting
         try await compareWithSox(sweep)
     }
 
-    @Test func matchesSoxOnSpeech() async throws {
+    @Test(.startsProcess("sox"))
+    func matchesSoxOnSpeech() async throws {
         let dir = temporaryDirectory()
         let raw = dir.appendingPathComponent("raw.wav")
         try runTool(

@@ -11,8 +11,8 @@ import VoxTestSupport
 /// answers with the Piper voice.
 @Suite(
     .serialized,
-    .enabled(if: InstalledFixture.piperVoices.isPresent, Comment(rawValue: InstalledFixture.piperVoices.skipReason)),
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+    .needs(.piperVoices),
+    .needs(.whisperModels)
 ) struct PiperServeTests {
     static let englishTutor = packageRoot.appendingPathComponent("Pipelines/lesson-tutor-en.json")
 

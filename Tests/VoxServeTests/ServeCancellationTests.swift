@@ -41,7 +41,7 @@ struct HoldingReply: Stage {
 }
 
 /// A turn that times out or whose client goes away stops its work; a full server refuses at once.
-@Suite struct ServeCancellationTests {
+@Suite(.startsProcess("sh")) struct ServeCancellationTests {
     let api = "/api/agora"
     let registry = StageRegistry([
         StageKind(StandIn<DecodeRole>.self), StageKind(StandIn<TranscribeRole>.self),
@@ -81,7 +81,8 @@ struct HoldingReply: Stage {
     /// Whether process `pid` has ended (and was waited for).
     func ended(_ pid: pid_t) async throws -> Bool { try await eventually { kill(pid, 0) != 0 } }
 
-    @Test func aTurnPastTheTimeoutIs504AndItsWorkStops() async throws {
+    @Test(.waitsOnTheClock("the turn timeout"))
+    func aTurnPastTheTimeoutIs504AndItsWorkStops() async throws {
         let pidFile = temporaryDirectory().appendingPathComponent("child.pid")
         let server = try await server(pidFile: pidFile) { $0.timeout = 5 }
         let answered = Flag()

@@ -6,9 +6,7 @@ import VoxTestSupport
 @testable import VoxServe
 
 /// Failures that need a provider to misbehave: the fake OpenAI server answers the reply stage.
-@Suite(
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
-)
+@Suite(.needs(.whisperModels), .startsProcess("the fake OpenAI server (Python)"))
 struct ServeFailureTests {
     let api = "/api/agora"
 

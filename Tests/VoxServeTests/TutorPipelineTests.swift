@@ -33,7 +33,8 @@ import VoxTranscribe
             Data(
                 #"""
                 {"stages": [{"id": "decode", "kind": "decode"},
-                  {"id": "r", "kind": "resample", "rate": 16000, "channels": 1}, {"id": "c", "kind": "chunk"}, {"id": "asr", "kind": "transcribe", "provider": {"name": "pocketsphinx"}}]}
+                  {"id": "r", "kind": "resample", "rate": 16000, "channels": 1}, {"id": "c", "kind": "chunk"},
+                  {"id": "asr", "kind": "transcribe", "provider": {"name": "pocketsphinx"}}]}
                 """#.utf8))
         let other = try Planner.plan(json: sphinx, baseDirectory: temporaryDirectory(), registry: registry)
         #expect(other.translating() == nil)

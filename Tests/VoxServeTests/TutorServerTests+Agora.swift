@@ -12,7 +12,7 @@ extension TutorServerTests {
     static let agoraCertificate = "5CFd2fd1755d40ecb72977518be15d3b"
 
     @Test func joinAnswersWithATokenForItsChannelUidAndExpiry() async throws {
-        let server = try await ServerFixture.start(spec: lessonTutor) {
+        let server = try await StandInTutor.start {
             $0.agora.appID = Self.agoraAppID
             $0.agora.certificate = Self.agoraCertificate
             $0.agora.uid = 1234
@@ -34,7 +34,7 @@ extension TutorServerTests {
 
     @Test func withoutACertificateTheTokenIsNullAndTheServerSaysSoOnce() async throws {
         let logs = CapturedLogs()
-        let server = try await ServerFixture.start(spec: lessonTutor, logs: logs) {
+        let server = try await StandInTutor.start(logs: logs) {
             $0.agora.appID = Self.agoraAppID
         }
         for user in ["u2", "u3"] {

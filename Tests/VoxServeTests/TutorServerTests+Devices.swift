@@ -42,7 +42,7 @@ extension TutorServerTests {
     ]
 
     @Test func twoDevicesKeepTheirConversationsApartAndStopEndsOnlyItsOwn() async throws {
-        let server = try await ServerFixture.start(spec: lessonTutor)
+        let server = try await StandInTutor.start()
         let a = Device(server, api: api), b = Device(server, api: api)
         let joinedA = try await a.call("POST", "join-with-bot", ["userId": "anna"])
         let channelA = try #require(joinedA["channel"] as? String)
@@ -70,7 +70,7 @@ extension TutorServerTests {
 
     @Test func aSessionsTurnsWaitForTheOneBeforeAndRunInTheOrderTheyCame() async throws {
         // Two places, so both turns are admitted and wait on the session.
-        let fixture = try await ServerFixture.start(spec: lessonTutor) { $0.concurrency = 2 }
+        let fixture = try await StandInTutor.start { $0.concurrency = 2 }
         let device = Device(fixture, api: api)
         _ = try await device.call("POST", "join-with-bot", ["userId": "anna"])
         let session = try #require(device.cookie?.split(separator: "=").last.map(String.init))

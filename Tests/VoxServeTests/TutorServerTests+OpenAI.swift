@@ -35,7 +35,8 @@ extension TutorServerTests {
         return (response.status, response.headers, String(decoding: response.body, as: UTF8.self))
     }
 
-    @Test func transcriptionsAnswerInEveryFormatWithTheTutorsTranscription() async throws {
+    @Test(.needs(.whisperModels), .startsProcess("ffmpeg"))
+    func transcriptionsAnswerInEveryFormatWithTheTutorsTranscription() async throws {
         let server = try await SharedServer.tutor.value
         let clip = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-de.m4a"))
         let turn = try await server.post("\(api)/process-audio", ["audio": clip.base64EncodedString()])
@@ -65,7 +66,7 @@ extension TutorServerTests {
     }
 
     @Test func transcriptionMistakesAreOpenAIErrors() async throws {
-        let server = try await SharedServer.tutor.value
+        let server = try await SharedServer.standIn.value
         let clip = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-de.m4a"))
         let cases: [([(String, String)], Data?, Int, String)] = [
             ([("model", "whisper-1")], nil, 400, "file: expected the audio as a file part"),
@@ -100,8 +101,9 @@ extension TutorServerTests {
         return (response.status, response.headers, response.body)
     }
 
-    @Test func speechSpeaksTheInputInTheFormatAskedThatFFprobeReads() async throws {
-        let server = try await SharedServer.tutor.value
+    @Test(.startsProcess("espeak-ng, ffmpeg and ffprobe"))
+    func speechSpeaksTheInputInTheFormatAskedThatFFprobeReads() async throws {
+        let server = try await SharedServer.speaking.value
         let input = "Hallo! Wie geht es dir heute?"
         for (format, ext, codec, type) in [
             ("mp3", "mp3", "mp3", "audio/mpeg"), ("wav", "wav", "pcm_s16le", "audio/wav"),
@@ -121,8 +123,9 @@ extension TutorServerTests {
         #expect(Double(pcm.body.count) / 48000 > 0.5)
     }
 
-    @Test func speechHonoursSpeedAndAVoiceTheSynthesizerHas() async throws {
-        let server = try await SharedServer.tutor.value
+    @Test(.startsProcess("espeak-ng"))
+    func speechHonoursSpeedAndAVoiceTheSynthesizerHas() async throws {
+        let server = try await SharedServer.speaking.value
         func pcm(_ extra: [String: Any]) async throws -> Data {
             let answer = try await speak(
                 server,
@@ -143,7 +146,7 @@ extension TutorServerTests {
     }
 
     @Test func speechMistakesAreOpenAIErrors() async throws {
-        let server = try await SharedServer.tutor.value
+        let server = try await SharedServer.standIn.value
         let cases: [([String: Any], String)] = [
             (["model": "tts-1"], "input: expected the text to speak as a non-empty string"),
             (["input": "Hallo", "response_format": "mp4"], "response_format: \"mp4\" is not one of mp3, opus, aac"),
@@ -162,7 +165,7 @@ extension TutorServerTests {
 
 extension TutorServerTests {
     @Test func withKeysTheOpenAIRoutesTakeOnlyAKnownBearerTokenAndTheTutorRoutesStayOpen() async throws {
-        let server = try await ServerFixture.start(spec: lessonTutor) { $0.apiKeys = ["sk-serve-one", "sk-serve-two"] }
+        let server = try await StandInTutor.start { $0.apiKeys = ["sk-serve-one", "sk-serve-two"] }
         let cases: [([(String, String)], Int, String?)] = [
             ([], 401, "missing API key: send Authorization: Bearer <key>"),
             ([("Authorization", "Bearer sk-serve-on")], 401, "incorrect API key provided"),
@@ -184,7 +187,8 @@ extension TutorServerTests {
 }
 
 extension TutorServerTests {
-    @Test func translationsAnswerInEnglishFromTheSpecsWhisperStage() async throws {
+    @Test(.needs(.whisperModels), .startsProcess("ffmpeg"))
+    func translationsAnswerInEnglishFromTheSpecsWhisperStage() async throws {
         let server = try await SharedServer.tutor.value
         let clip = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-de.m4a"))
         let (body, type) = Self.multipart([("model", "whisper-1"), ("response_format", "verbose_json")], file: clip)

@@ -17,7 +17,8 @@ extension TutorServerTests {
         return data + Data(count: samples * 2)
     }
 
-    @Test func aSilentClipIsASuccessfulTurnWithNothingSaidAndNothingRemembered() async throws {
+    @Test(.needs(.whisperModels))
+    func aSilentClipIsASuccessfulTurnWithNothingSaidAndNothingRemembered() async throws {
         let server = try await SharedServer.tutor.value
         let channel = "silence-\(UUID().uuidString)"
         let silent = Self.silentWAV().base64EncodedString()
@@ -33,7 +34,8 @@ extension TutorServerTests {
         #expect(next.json["reply"] as? String == "Hallo! Schön, dass du da bist. Wie geht es dir heute?")
     }
 
-    @Test func withNoSpeechIsErrorASilentClipIs422() async throws {
+    @Test(.needs(.whisperModels))
+    func withNoSpeechIsErrorASilentClipIs422() async throws {
         let server = try await ServerFixture.start(spec: lessonTutor) { $0.noSpeechIsError = true }
         let answer = try await server.post(
             "\(api)/process-audio", ["audio": Self.silentWAV().base64EncodedString()])

@@ -5,15 +5,14 @@ import VoxTestSupport
 
 @testable import VoxServe
 
-/// The tutor API against a real server on 127.0.0.1, with a real HTTP client.
-@Suite(
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
-)
-struct TutorServerTests {
+/// The tutor API against a real server on 127.0.0.1, with a real HTTP client: the shipped lesson
+/// tutor where a test transcribes (it needs the Whisper models), the stand-in tutor where none does.
+@Suite struct TutorServerTests {
     let api = "/api/agora"
 
-    @Test func processTextAnswersWithTheRulesReplyAndAnMP3OfIt() async throws {
-        let server = try await SharedServer.tutor.value
+    @Test(.startsProcess("espeak-ng and ffprobe"))
+    func processTextAnswersWithTheRulesReplyAndAnMP3OfIt() async throws {
+        let server = try await SharedServer.speaking.value
         let answer = try await server.post(
             "\(api)/process-text", ["text": "Wie geht es dir?", "channel": "text-\(UUID().uuidString)"])
         #expect(answer.status == 200)
@@ -28,7 +27,8 @@ struct TutorServerTests {
         #expect(probed.seconds > 2 && probed.seconds < 10, "\(probed.seconds) s")
     }
 
-    @Test func processAudioTakesTheClipAsOneTurnWhateverMimeTypeIsClaimed() async throws {
+    @Test(.needs(.whisperModels), .startsProcess("ffmpeg and ffprobe"))
+    func processAudioTakesTheClipAsOneTurnWhateverMimeTypeIsClaimed() async throws {
         let server = try await SharedServer.tutor.value
         let clip = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-de.m4a"))
         let answer = try await server.post(
@@ -44,7 +44,7 @@ struct TutorServerTests {
     }
 
     @Test func joinStatusAndStopFollowTheDevicesSession() async throws {
-        let server = try await ServerFixture.start(spec: lessonTutor)
+        let server = try await StandInTutor.start()
         let before = try await server.call("GET", "\(api)/status")
         #expect(before.status == 200)
         #expect(before.json["isRunning"] as? Bool == false)
@@ -77,7 +77,7 @@ struct TutorServerTests {
     }
 
     @Test func theTutorRemembersEachSessionsConversationApart() async throws {
-        let server = try await SharedServer.tutor.value
+        let server = try await SharedServer.standIn.value
         let a = Device(server, api: api), b = Device(server, api: api)
         var replies: [String] = []
         for device in [a, a, b] { replies.append(try await device.say("Hallo!")) }
@@ -88,7 +88,7 @@ struct TutorServerTests {
     }
 
     @Test func everyFailureIsTheJSONErrorShapeWithItsStatus() async throws {
-        let server = try await SharedServer.tutor.value
+        let server = try await SharedServer.standIn.value
         let wav = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav"))
         let cases: [(String, String, Data, Int, String)] = [
             ("bad base64", "process-audio", try json(["audio": "not base64!"]), 400, "audio: not valid base64"),
@@ -138,7 +138,7 @@ struct TutorServerTests {
     }
 
     @Test func healthzAndMetricsAnswerInPrometheusFormat() async throws {
-        let server = try await SharedServer.tutor.value
+        let server = try await SharedServer.standIn.value
         let health = try await server.call("GET", "/healthz")
         #expect(health.status == 200)
         #expect(health.json["success"] as? Bool == true)

@@ -3,6 +3,7 @@ import Testing
 import VoxCore
 import VoxHTTP
 import VoxTestSupport
+import VoxTesting
 
 @testable import VoxSynthesize
 
@@ -59,5 +60,29 @@ import VoxTestSupport
         await #expect(throws: HTTPError(.invalidResponse, "the speech answer is not a 16-bit PCM WAV (17 bytes)")) {
             _ = try await tts.synthesize("Hallo.")
         }
+    }
+
+    /// The synthesize stage alone with this provider, as the fast tier runs it: no espeak-ng process,
+    /// no server. Each reply with words is spoken, in its place; one without is passed over.
+    @Test func theStageSpeaksEachReplyWithWordsInItsPlace() async throws {
+        let clock = ManualClock()
+        let wav = WAVData.pcm16([0.25, -0.25, 0.5], format: AudioFormat(sampleRate: 22050, channels: 1))
+        let transport = ScriptedTransport([.respond(ScriptedTransport.models), .respond(audio(wav))], clock: clock)
+        let harness = try StageHarness(
+            SynthesizeStage.self, id: "voice",
+            options: [
+                "provider": [
+                    "name": "openai", "baseURL": "http://127.0.0.1:9/v1", "apiKeyEnv": "VOXPIPE_TEST_UNSET_KEY",
+                    "format": "wav",
+                ]
+            ], httpTransport: transport, clock: clock)
+        let speech = try await harness.run(
+            [testReply("", index: 1, start: 1), testReply("Hallo.", index: 2, start: 3)], commit: false
+        ).outputs
+        #expect(speech.map(\.reply.text) == ["Hallo."])
+        #expect(speech.map(\.audio.index) == [2] && speech.map(\.audio.start) == [3])
+        #expect(speech.first?.audio.format == AudioFormat(sampleRate: 22050, channels: 1))
+        #expect(speech.first?.audio.samples.count == 3)
+        #expect(transport.requests.count == 2)
     }
 }

@@ -11,8 +11,8 @@ import VoxTesting
 /// The Piper voice `make setup` installs, spoken through sherpa-onnx and heard back by Whisper base.
 @Suite(
     .serialized,
-    .enabled(if: InstalledFixture.piperVoices.isPresent, Comment(rawValue: InstalledFixture.piperVoices.skipReason)),
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+    .needs(.piperVoices),
+    .needs(.whisperModels)
 ) struct PiperProviderTests {
     /// The English replies the rules agents give in the field-service sample sessions
     /// (Samples/field-service, `make demo`), without the ones whose digits Whisper writes in another

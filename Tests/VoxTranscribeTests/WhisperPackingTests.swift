@@ -11,7 +11,7 @@ import VoxTesting
 /// LibriVox lines; the splitting and the batching also alone, on made-up tokens and lengths.
 @Suite(
     .serialized,
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+    .needs(.whisperModels)
 ) struct WhisperPackingTests {
     /// Six short English sentences, each with a word no other one has.
     static let sentences: [(text: String, keyword: String)] = [
@@ -81,7 +81,7 @@ import VoxTesting
         }
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func packedDecodingHearsAsWellAsDecodingEachChunkAlone() async throws {
         // The LibriVox lines (real read speech, 2–5 s) and the espeak-ng sentences as one item.
         var chunks = try await Self.sentenceChunks()

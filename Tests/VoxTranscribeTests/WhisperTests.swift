@@ -10,7 +10,7 @@ import VoxTesting
 /// noise. Word assertions carry a WER bound; times are checked in the original file's time.
 @Suite(
     .serialized,
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+    .needs(.whisperModels)
 ) struct WhisperTests {
     static let librivox = InstalledFixture.librivox.url
     static let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -38,7 +38,7 @@ import VoxTesting
         }
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func realReadSpeechFromLibriVoxComesBackWithinTenPercentWER() async throws {
         let lines = try Self.librivoxLines()
         try #require(lines.count == 5, "pocketsphinx-testdata is installed by make setup")
@@ -120,7 +120,7 @@ import VoxTesting
         #expect(transcripts[3].words.allSatisfy { $0.start >= 6 && $0.end <= 9 })
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func aFortyFiveSecondChunkIsDecodedInWindowsWithTimesInTheFile() async throws {
         // Speech at 2 s and at 36 s of a 45-s chunk that starts 100 s into the file.
         let lines = try Self.librivoxLines()
@@ -213,12 +213,11 @@ import VoxTesting
         // Cancelled once the decode runs (it has its slot and its thread).
         #expect(try await eventually { provider.decodesStarted > 0 })
         #expect(provider.decodesStarted == 1)
-        let cancelled = ContinuousClock.now
         decode.cancel()
-        // Without the abort flag reaching whisper_full, the decode would end with its text.
         await #expect(throws: CancellationError.self) { _ = try await decode.value }
-        // Generous: an aborted decode stops within milliseconds; this only catches one that hangs.
-        #expect(ContinuousClock.now - cancelled < .seconds(30))
+        // whisper_full itself stopped at its abort callback: without the flag reaching it, the
+        // decode would have run to its end before the cancellation was noticed.
+        #expect(provider.decodesAborted == 1)
     }
 
     @Test func theRuntimeIsTheBaselineBuildAndACPUBelowItIsRefusedAtPrepare() throws {
@@ -264,7 +263,7 @@ import VoxTesting
     /// Issue 23's odd lengths: a chunk of 29.9 s (lines of read speech run together, then
     /// silence) fills Whisper's window and keeps its words and times inside it; 0.2 s of speech
     /// does not crash and invents nothing long.
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func aChunkOfAlmostThirtySecondsAndOneOfAFifthOfASecondDecode() async throws {
         let lines = try Self.librivoxLines()
         var samples: [Float] = []
@@ -351,7 +350,7 @@ import VoxTesting
         return try testEngines.engine("whisper:\(file.path)") { try WhisperEngine(modelFile: file) }
     }
 
-    @Test(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+    @Test(.needs(.librivox))
     func aShortTurnIsDecodedInAShrunkContextAndAnUnsureOneAgainInTheFullWindow() async throws {
         let line = try Self.librivoxLines()[4]  // 3.29 s: "he might even have been made amiable himself"
         let samples = try await chunk16k(line.url).samples

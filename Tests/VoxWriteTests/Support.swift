@@ -1,7 +1,7 @@
 import Foundation
 import VoxCore
-import VoxFieldService
 import VoxDecode
+import VoxFieldService
 import VoxTestSupport
 
 /// A two-turn voice-agent session: triage answers, then hands over to contacts, which saves one

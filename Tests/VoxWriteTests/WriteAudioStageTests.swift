@@ -28,10 +28,12 @@ func decodedSeconds(_ url: URL) throws -> Double {
         format: AudioFormat(sampleRate: 22050, channels: 1), samples: sine(rate: 22050, channels: 1, seconds: 3),
         start: 0, end: 3, index: 0, cut: .synthesized)
 
-    @Test(arguments: [
-        ("mp3", "mp3", 22050), ("opus", "opus", 48000), ("m4a", "aac", 22050), ("ogg", "vorbis", 22050),
-        ("flac", "flac", 22050), ("wav", "pcm_s16le", 22050),
-    ])
+    @Test(
+        .startsProcess("ffprobe and ffmpeg"),
+        arguments: [
+            ("mp3", "mp3", 22050), ("opus", "opus", 48000), ("m4a", "aac", 22050), ("ogg", "vorbis", 22050),
+            ("flac", "flac", 22050), ("wav", "pcm_s16le", 22050),
+        ])
     func eachFormatDecodesWithFFmpegToTheDurationWritten(format: String, codec: String, rate: Int) async throws {
         let out = temporaryDirectory()
         let harness = try StageHarness(
@@ -48,7 +50,8 @@ func decodedSeconds(_ url: URL) throws -> Double {
         #expect(abs(try decodedSeconds(url) - 3) < codecFrame, "\(format): decodes to a different length")
     }
 
-    @Test func aStreamOfBlocksBecomesOneM4AFile() async throws {
+    @Test(.startsProcess("ffmpeg"))
+    func aStreamOfBlocksBecomesOneM4AFile() async throws {
         let out = temporaryDirectory()
         let format = AudioFormat(sampleRate: 16000, channels: 2)
         let samples = sine(rate: 16000, channels: 2, seconds: 2.5)
@@ -62,7 +65,8 @@ func decodedSeconds(_ url: URL) throws -> Double {
         #expect(abs(try decodedSeconds(folder.appendingPathComponent("audio.m4a")) - 2.5) < codecFrame)
     }
 
-    @Test func equalAudioGivesEqualM4ABytes() async throws {
+    @Test(.startsProcess("ffmpeg"))
+    func equalAudioGivesEqualM4ABytes() async throws {
         var hashes: [String] = []
         for _ in 0..<2 {
             let harness = try StageHarness(
@@ -110,7 +114,8 @@ func decodedSeconds(_ url: URL) throws -> Double {
         #expect(artifacts.map(\.sha256) == [whole[0].sha256, whole[0].sha256])
     }
 
-    @Test func partsConvertedToAnotherRateKeepTheirLength() async throws {
+    @Test(.startsProcess("ffprobe"))
+    func partsConvertedToAnotherRateKeepTheirLength() async throws {
         let out = temporaryDirectory()
         let harness = try StageHarness(
             WriteAudioStage.self, id: "reply", options: ["rate": 16000], outputDirectory: out,

@@ -4,7 +4,7 @@ import VoxTestSupport
 
 /// Field-service sessions end to end: the sample recordings through the offline pipeline, and a
 /// text session through the openai agent against the loopback server, then replayed.
-@Suite(.serialized) struct AgentPipelineTests {
+@Suite(.serialized, .startsProcess("the voxpipe binary")) struct AgentPipelineTests {
     let samples = packageRoot.appendingPathComponent("Samples/field-service")
 
     /// The `record` of every entry in each record file of an item's `records/` folder, by type.
@@ -22,8 +22,7 @@ import VoxTestSupport
     }
 
     @Test(
-        .enabled(
-            if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+        .needs(.whisperModels)
     )
     func theSampleSessionsYieldExactlyTheirRecordsAndARerunWritesNothing() throws {
         let out = temporaryDirectory().appendingPathComponent("out")

@@ -4,7 +4,7 @@ import VoxServe
 
 /// `voxpipe agora-token`: one token on stdout for scripts; the certificate from the environment
 /// or a file only, and never echoed.
-@Suite struct AgoraTokenCommandTests {
+@Suite(.startsProcess("the voxpipe binary")) struct AgoraTokenCommandTests {
     let appID = "970CA35de60c44645bbae8a215061b33"
     let certificate = "5CFd2fd1755d40ecb72977518be15d3b"
 

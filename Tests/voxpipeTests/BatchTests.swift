@@ -7,7 +7,7 @@ import FoundationXML
 #endif
 
 /// Exactly-once batches: ledger, lock, kill-safety, signals, reports.
-@Suite(.serialized) struct BatchTests {
+@Suite(.serialized, .startsProcess("the voxpipe binary")) struct BatchTests {
     /// A spec with a streamed writer and a numbered one, so an item commits several files.
     static let spec = #"""
         {"name": "batch", "stages": [

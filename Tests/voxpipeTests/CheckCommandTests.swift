@@ -27,7 +27,7 @@ final class JUnitCounter: NSObject, XMLParserDelegate {
     }
 }
 
-@Suite(.serialized) struct CheckCommandTests {
+@Suite(.serialized, .startsProcess("the voxpipe binary")) struct CheckCommandTests {
     /// A lesson as text, the text tutor spec, and a suite over them with a replies golden.
     func textSuite() throws -> (dir: URL, suite: URL) {
         let dir = temporaryDirectory()
@@ -111,8 +111,7 @@ final class JUnitCounter: NSObject, XMLParserDelegate {
     }
 
     @Test(
-        .enabled(
-            if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason)))
+        .needs(.whisperModels))
     func theShippedCISuiteOverTheSamplesHolds() throws {
         let dir = temporaryDirectory()
         let junit = dir.appendingPathComponent("ci.xml"), sctk = dir.appendingPathComponent("sctk")

@@ -4,7 +4,7 @@ import VoxTestSupport
 
 /// A suite's goldens and references stay in the suite's folder unless `--allow-outside` says
 /// otherwise, and are never a device, a FIFO or a file under /proc, /sys or /dev (issue 36, items 1-2).
-@Suite struct CheckOutsideTests {
+@Suite(.startsProcess("the voxpipe binary")) struct CheckOutsideTests {
     /// The text tutor's suite in `dir/a/b` (two folders down) with one expectation.
     func suite(in dir: URL, expectation: String) throws -> URL {
         try textTutorSuite(in: dir.appendingPathComponent("a/b"), expectations: expectation)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import VoxTestSupport
 
-@Suite struct SpecErrorTests {
+@Suite(.startsProcess("the voxpipe binary")) struct SpecErrorTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String
         var stages: String
@@ -181,7 +181,7 @@ import VoxTestSupport
     }
 }
 
-@Suite struct RunTests {
+@Suite(.startsProcess("the voxpipe binary")) struct RunTests {
     let spec = packageRoot.appendingPathComponent("Pipelines/resample-16k.json").path
 
     @Test func aBatchWithBadFilesWritesTheGoodOnesAndNamesEachBadOne() throws {
@@ -264,7 +264,7 @@ import VoxTestSupport
     }
 }
 
-@Suite struct TranscribeCommandTests {
+@Suite(.startsProcess("the voxpipe binary")) struct TranscribeCommandTests {
     @Test func aFortyEightKilohertzEdgeIntoTheTranscriberIsRefusedNamingTheResampleStage() throws {
         let dir = temporaryDirectory()
         let spec = try writeSpec(
@@ -304,7 +304,8 @@ import VoxTestSupport
         #expect(files(under: out).filter { !$0.hasPrefix(".voxpipe") }.isEmpty)
     }
 
-    @Test func theTranscribePipelineWritesEveryFormatAndSkipsTinyFiles() throws {
+    @Test(.needs(.whisperModels))
+    func theTranscribePipelineWritesEveryFormatAndSkipsTinyFiles() throws {
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
@@ -334,7 +335,7 @@ import VoxTestSupport
     }
 }
 
-@Suite struct LessonTutorCommandTests {
+@Suite(.startsProcess("the voxpipe binary")) struct LessonTutorCommandTests {
     @Test func aRulesFileWithABadPatternExits65NamingFileEntryAndReason() throws {
         let dir = temporaryDirectory()
         try Data(
@@ -379,7 +380,8 @@ import VoxTestSupport
         )
     }
 
-    @Test func theLessonTutorPipelineAnswersEverySpokenTurn() throws {
+    @Test(.needs(.whisperModels))
+    func theLessonTutorPipelineAnswersEverySpokenTurn() throws {
         let dir = temporaryDirectory()
         let out = dir.appendingPathComponent("out")
         let input = packageRoot.appendingPathComponent("Samples/speech-en-22k-mono.wav")
@@ -400,10 +402,7 @@ import VoxTestSupport
     }
 }
 
-@Suite(
-    .serialized,
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
-) struct WhisperCommandTests {
+@Suite(.serialized, .needs(.whisperModels), .startsProcess("the voxpipe binary")) struct WhisperCommandTests {
     static let spec = #"""
         {"stages":[{"id":"decode","kind":"decode"},{"id":"mono","kind":"resample","rate":16000,"channels":1},
         {"id":"turns","kind":"chunk","mode":"voice","maxSeconds":30},

@@ -13,7 +13,8 @@ import VoxTestSupport
             + names.filter { $0.hasSuffix(".md") }.sorted().map { docs.appendingPathComponent($0) }
     }
 
-    @Test func theReferencesTablesOfKindsOptionsAndProvidersAreTheCodes() throws {
+    @Test(.startsProcess("the voxpipe binary"))
+    func theReferencesTablesOfKindsOptionsAndProvidersAreTheCodes() throws {
         let reference = packageRoot.appendingPathComponent("docs/reference.md")
         let text = try String(contentsOf: reference, encoding: .utf8)
         for block in ["kinds", "reference"] {
@@ -38,7 +39,8 @@ import VoxTestSupport
         #expect(try String(contentsOf: copy, encoding: .utf8) == text)
     }
 
-    @Test func aPageWithoutGeneratedBlocksIsAnErrorNotAPass() throws {
+    @Test(.startsProcess("the voxpipe binary"))
+    func aPageWithoutGeneratedBlocksIsAnErrorNotAPass() throws {
         // The README held the blocks once; checking it now must not pass while checking nothing.
         let page = temporaryDirectory().appendingPathComponent("README.md")
         try "# voxpipe\n\nNo tables here.\n".write(to: page, atomically: true, encoding: .utf8)

@@ -3,7 +3,7 @@ import Testing
 import VoxTestSupport
 
 /// Moderation evidence: bags, verification, windows, seats, message chunks.
-@Suite(.serialized) struct EvidenceTests {
+@Suite(.serialized, .startsProcess("the voxpipe binary")) struct EvidenceTests {
     let spec = packageRoot.appendingPathComponent("Pipelines/moderation-evidence.json").path
 
     /// An 8-channel room: channel c carries a (200 + 100·c) Hz tone; seats 0, 3 and 5 are named.
@@ -246,11 +246,8 @@ import VoxTestSupport
     }
 
     @Test(
-        .enabled(
-            if: InstalledFixture.alsaFrontRight.isPresent, Comment(rawValue: InstalledFixture.alsaFrontRight.skipReason)
-        ),
-        .enabled(
-            if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason)))
+        .needs(.alsaFrontRight),
+        .needs(.whisperModels))
     func theTranscribedVariantPutsATranscriptOfTheSameWindowInTheBag() throws {
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("in")

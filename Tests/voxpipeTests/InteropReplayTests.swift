@@ -6,7 +6,7 @@ import VoxTestSupport
 /// (`make interop` records them into Tests/Fixtures/interop/<server>/ with --http-record): the
 /// same requests must be made and read into the transcripts the live run wrote. Runs where the
 /// servers are not installed, so CI checks the real wire format without them.
-@Suite(.enabled(if: InstalledFixture.librivox.isPresent, Comment(rawValue: InstalledFixture.librivox.skipReason)))
+@Suite(.needs(.librivox))
 struct InteropReplayTests {
     static let recordings = packageRoot.appendingPathComponent("Tests/Fixtures/interop")
 
@@ -18,7 +18,7 @@ struct InteropReplayTests {
         #expect(Self.servers == ["faster-whisper-server", "whisper.cpp-server"], "\(Self.servers)")
     }
 
-    @Test(arguments: servers)
+    @Test(.startsProcess("the voxpipe binary"), arguments: servers)
     func aRecordedServerReplaysIntoTheSameTranscripts(server: String) throws {
         let folder = Self.recordings.appendingPathComponent(server)
         let dir = temporaryDirectory()

@@ -3,7 +3,7 @@ import Testing
 import VoxTestSupport
 
 /// The lesson tutor against an OpenAI-compatible server on 127.0.0.1, then replayed offline.
-@Suite(.serialized) struct OpenAIProviderTests {
+@Suite(.serialized, .startsProcess("the voxpipe binary")) struct OpenAIProviderTests {
     let spec = packageRoot.appendingPathComponent("Pipelines/lesson-tutor-openai.json").path
 
     func environment(_ server: FakeOpenAIServer?, key: String?) -> [String: String] {

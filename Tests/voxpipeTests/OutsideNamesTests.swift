@@ -5,7 +5,7 @@ import VoxTestSupport
 
 /// Names and paths that come from outside (message-chunk indexes, bags, upload names) never
 /// reach a file outside their folder and never forge a line of output (issue 27, findings 2, 5, 7).
-@Suite struct OutsideNamesTests {
+@Suite(.startsProcess("the voxpipe binary")) struct OutsideNamesTests {
     /// A message-chunk index in `folder` for one part `x.0001` holding `content`, with `name`.
     func chunkIndex(in folder: URL, name: String, content: Data, part: String = "x.0001") throws -> URL {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

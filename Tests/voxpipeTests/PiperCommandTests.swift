@@ -5,8 +5,9 @@ import VoxTestSupport
 /// The `piper` voice from the command line: the intelligibility check, a missing voice, reruns.
 @Suite(
     .serialized,
-    .enabled(if: InstalledFixture.piperVoices.isPresent, Comment(rawValue: InstalledFixture.piperVoices.skipReason)),
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
+    .needs(.piperVoices),
+    .needs(.whisperModels),
+    .startsProcess("the voxpipe binary")
 ) struct PiperCommandTests {
     /// Two short English conversations as text, rules that answer them, a spec that speaks the
     /// answers with `voice` (a piper provider block) and writes replies.json, and a suite that

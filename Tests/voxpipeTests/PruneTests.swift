@@ -4,7 +4,7 @@ import VoxTestSupport
 
 /// `voxpipe prune` removes an item's own outputs, never another item's that nests in its folder
 /// (`a.txt` → `a/`, `a/b.txt` → `a/b/`) (issue 36, item 5).
-@Suite struct PruneTests {
+@Suite(.startsProcess("the voxpipe binary")) struct PruneTests {
     let spec = packageRoot.appendingPathComponent("Pipelines/lesson-tutor-text.json").path
 
     /// Lessons `a.txt` and `a/b.txt` run into `dir/out`; the items named in `old` then marked as

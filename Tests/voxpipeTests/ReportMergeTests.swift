@@ -181,7 +181,8 @@ import VoxCore
         try ReportLine.jsonLines(lines).write(to: dir.appendingPathComponent(name))
     }
 
-    @Test func theCommandPrintsTheSummaryAndExitsZeroWhenEveryItemIsDone() throws {
+    @Test(.startsProcess("the voxpipe binary"))
+    func theCommandPrintsTheSummaryAndExitsZeroWhenEveryItemIsDone() throws {
         let dir = try folder()
         defer { try? FileManager.default.removeItem(at: dir) }
         try write(Self.shard0.lines, to: "out/reports/task-0.jsonl", in: dir)
@@ -200,7 +201,8 @@ import VoxCore
         #expect(merged.map(\.output) == ["a", "b", "c"])
     }
 
-    @Test func theCommandNamesFailedAndDuplicatedItemsAndExitsOne() throws {
+    @Test(.startsProcess("the voxpipe binary"))
+    func theCommandNamesFailedAndDuplicatedItemsAndExitsOne() throws {
         let dir = try folder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let failure = StageFailure(stageID: "decode", kind: "decode", reason: "not audio")
@@ -216,7 +218,8 @@ import VoxCore
                 """)
     }
 
-    @Test func theCommandExitsSixtySixWhenNoReportIsFound() throws {
+    @Test(.startsProcess("the voxpipe binary"))
+    func theCommandExitsSixtySixWhenNoReportIsFound() throws {
         let dir = try folder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let result = try voxpipe(["report", "out", "missing"], currentDirectory: dir)
@@ -231,7 +234,8 @@ import VoxCore
         #expect(noItems.stderr == "voxpipe: error: the reports list no items: out/reports/t.jsonl\n")
     }
 
-    @Test func mergedMetricsNeedShardMetrics() throws {
+    @Test(.startsProcess("the voxpipe binary"))
+    func mergedMetricsNeedShardMetrics() throws {
         let dir = try folder()
         defer { try? FileManager.default.removeItem(at: dir) }
         try write(Self.shard0.lines, to: "out/t0.jsonl", in: dir)

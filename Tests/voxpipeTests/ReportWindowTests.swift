@@ -3,7 +3,7 @@ import Testing
 import VoxTestSupport
 
 /// Evidence anchored at the reported moment: windows, shortfall, folded taps, seeking.
-@Suite(.serialized) struct ReportWindowTests {
+@Suite(.serialized, .startsProcess("the voxpipe binary")) struct ReportWindowTests {
     let spec = packageRoot.appendingPathComponent("Pipelines/moderation-evidence.json").path
 
     /// A 60-minute 8 kHz mono upload whose minute m is a (200 + 20·m) Hz tone, and its sidecar.

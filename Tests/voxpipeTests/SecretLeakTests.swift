@@ -6,7 +6,7 @@ import VoxTestSupport
 /// A key never leaves voxpipe except in the Authorization header it is meant for: not when a
 /// server echoes it (an HTML error page, a transcript, a reply, an audio body), and a key that
 /// would inject a header is refused before anything is sent (issue 27, finding 3).
-@Suite(.serialized) struct SecretLeakTests {
+@Suite(.serialized, .startsProcess("the voxpipe binary")) struct SecretLeakTests {
     let spec = packageRoot.appendingPathComponent("Pipelines/lesson-tutor-openai.json").path
     let input = packageRoot.appendingPathComponent("Samples/speech-de.m4a").path
 

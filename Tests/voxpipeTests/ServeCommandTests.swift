@@ -5,9 +5,7 @@ import VoxTestSupport
 import VoxTesting
 
 /// `voxpipe serve` as a process, called with curl, next to `voxpipe run` on the same spec.
-@Suite(
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
-)
+@Suite(.needs(.whisperModels), .startsProcess("the voxpipe binary"))
 struct ServeCommandTests {
     let lessonTutor = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")
     let germanClip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")

@@ -6,10 +6,7 @@ import VoxTesting
 /// `voxpipe serve` speaking a 4-KB text without punctuation (issue 36): the Piper voice had made it
 /// one phrase and driven the server to 5 GB, all of it kept after the request. Every voice now
 /// speaks bounded pieces, and the server gives back what a request took.
-@Suite(
-    .serialized,
-    .enabled(if: InstalledFixture.whisperModels.isPresent, Comment(rawValue: InstalledFixture.whisperModels.skipReason))
-) struct SpeechMemoryTests {
+@Suite(.serialized, .needs(.whisperModels), .startsProcess("the voxpipe binary")) struct SpeechMemoryTests {
     /// The server's peak resident memory while it speaks the text. The tutor holds 0.15 GB
     /// (espeak-ng) or 0.25 GB (Piper) with its models loaded; the request took up to 0.45 GB more
     /// with Piper, 0.13 GB with espeak-ng. One unbounded Piper phrase took 5 GB.
@@ -40,7 +37,7 @@ import VoxTesting
     /// Given the English tutor served (Piper), when it speaks the 4-KB text without punctuation,
     /// then its peak stays under 1 GiB, and after the answer it holds at most 128 MiB more than before.
     @Test(
-        .enabled(if: InstalledFixture.piperVoices.isPresent, Comment(rawValue: InstalledFixture.piperVoices.skipReason))
+        .needs(.piperVoices)
     ) func aLongUnpunctuatedTextIsSpokenInBoundedMemoryWithPiper() throws {
         try expectBoundedMemory(spec: packageRoot.appendingPathComponent("Pipelines/lesson-tutor-en.json"))
     }

@@ -214,15 +214,15 @@ func manifestCount(_ dir: URL) -> Int {
     files(under: dir).filter { $0.hasSuffix("voxpipe.manifest.json") }.count
 }
 
-/// Runs voxpipe (as another user through `setpriv` when given) and waits for it at most
-/// `watchdogSeconds` (60), polling without holding a thread; a run still going then is killed
-/// and the test fails.
+/// Runs voxpipe (as another user through `setpriv` when given) and waits for it, polling without
+/// holding a thread, at most `watchdogSeconds` (20 minutes, as `waitOrKill`: a limit that only
+/// ends a run that hangs, never a slow one); a run still going then is killed and the test fails.
 func watched(_ arguments: [String], setpriv: [String]? = nil) async throws -> Invocation {
     let running =
         try setpriv.map {
             try start($0 + [voxpipeBinary.path] + arguments, program: URL(fileURLWithPath: "/usr/bin/setpriv"))
         } ?? start(arguments)
-    let watchdogSeconds: Int64 = 60
+    let watchdogSeconds: Int64 = 1200
     let deadline = ContinuousClock.now + .seconds(watchdogSeconds)
     while running.process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
     if running.process.isRunning {

@@ -4,7 +4,7 @@ import VoxTestSupport
 
 /// `voxpipe run` on the text tutor: each lesson remembers what its learner said, and only its own
 /// (issue 24).
-@Suite struct TutorMemoryTests {
+@Suite(.startsProcess("the voxpipe binary")) struct TutorMemoryTests {
     @Test func eachLessonRemembersItsOwnLearnersName() throws {
         let dir = temporaryDirectory()
         let lessons = dir.appendingPathComponent("lessons")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import VoxTestSupport
 
-@Suite struct WriteAudioCommandTests {
+@Suite(.startsProcess("the voxpipe binary")) struct WriteAudioCommandTests {
     @Test func messageChunksSplitAnM4AReplyThatJoinsBackByteForByte() throws {
         let dir = temporaryDirectory()
         let spec = try writeSpec(
