@@ -156,7 +156,8 @@ public struct PreparedBatch: Sendable {
         batch.saveDigests()
         return withExtendedLifetime(lock) {
             BatchResult(
-                results: results, seconds: Double(elapsed.components.seconds)
+                results: results,
+                seconds: Double(elapsed.components.seconds)
                     + Double(elapsed.components.attoseconds) / 1e18,
                 unread: batch.listing.unread, planned: batch.items.count)
         }

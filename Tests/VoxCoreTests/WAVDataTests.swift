@@ -172,9 +172,11 @@ import VoxCore
         let samples: [Float] = [0, 0.5, -0.5, 1, -1, 7e31, -.infinity, .nan]
         let bytes = WAVData.pcm16Bytes(samples)
         #expect(bytes.count == 16)
-        #expect(WAVData.samples(pcm16: [UInt8](bytes)) == [0, 16384, -16384, 32767, -32767, 32767, -32768, 0].map {
-            Float($0) / 32768
-        })
+        #expect(
+            WAVData.samples(pcm16: [UInt8](bytes))
+                == [0, 16384, -16384, 32767, -32767, 32767, -32768, 0].map {
+                    Float($0) / 32768
+                })
         // A slice that starts past 0, and an odd last byte dropped.
         let sliced = ([9] + [UInt8](bytes) + [7])[1...]
         #expect(WAVData.samples(pcm16: sliced) == WAVData.samples(pcm16: [UInt8](bytes)))
@@ -184,15 +186,18 @@ import VoxCore
     /// from there, and a plain RIFF's unknown size (0xFFFFFFFF) promises nothing.
     @Test func anRF64HeaderPromisesTheFramesItsDS64ChunkSays() {
         func le(_ v: UInt64, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * UInt64($0))) } }
-        let fmt = Array("fmt ".utf8) + le(16, 4) + le(1, 2) + le(2, 2) + le(48000, 4) + le(192_000, 4) + le(4, 2)
+        let fmt =
+            Array("fmt ".utf8) + le(16, 4) + le(1, 2) + le(2, 2) + le(48000, 4) + le(192_000, 4) + le(4, 2)
             + le(16, 2)
         let ds64 = Array("ds64".utf8) + le(28, 4) + le(0, 8) + le(6_000_000_000, 8) + le(0, 8) + le(0, 4)
-        let rf64 = Array("RF64".utf8) + le(0xFFFF_FFFF, 4) + Array("WAVE".utf8) + ds64 + fmt + Array("data".utf8)
+        let rf64 =
+            Array("RF64".utf8) + le(0xFFFF_FFFF, 4) + Array("WAVE".utf8) + ds64 + fmt + Array("data".utf8)
             + le(0xFFFF_FFFF, 4)
         let header = WAVData.header(of: rf64)?.header
         #expect(header?.dataBytes == 6_000_000_000 && header?.blockAlign == 4)
         #expect(header?.promisedFrames == 1_500_000_000)
-        let riff = Array("RIFF".utf8) + le(0xFFFF_FFFF, 4) + Array("WAVE".utf8) + fmt + Array("data".utf8)
+        let riff =
+            Array("RIFF".utf8) + le(0xFFFF_FFFF, 4) + Array("WAVE".utf8) + fmt + Array("data".utf8)
             + le(0xFFFF_FFFF, 4)
         #expect(WAVData.header(of: riff)?.header.promisedFrames == nil)
         #expect(WAVData.header(of: riff.dropLast(4) + le(400, 4))?.header.promisedFrames == 100)
