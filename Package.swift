@@ -35,6 +35,8 @@ let package = Package(
         // Serve refuses a request it cannot admit on the connection's event loop, from its head in
         // HTTPTypes' parts (as Hummingbird's pipeline carries them).
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.24.0"),
+        // Serve's live sessions: OpenAI's Realtime API over WebSocket (`/v1/realtime`).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
     ],
     targets: [
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
@@ -95,7 +97,10 @@ let package = Package(
             dependencies: [
                 "VoxCore", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib", "CMalloc",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

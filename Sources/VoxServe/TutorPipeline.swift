@@ -25,6 +25,10 @@ public final class TutorPipeline: Sendable {
     let rootID: String
     let replyID: String
     let synthesizeID: String
+    /// The transcribe stage, where the transcription-only runs end.
+    let transcribeID: String
+    /// The runners of transcription alone, made on first use.
+    let transcribers = Transcribers()
     let scratch: URL
     let logger: Logger
     let rateConversion: (any RateConversion)?
@@ -68,6 +72,7 @@ public final class TutorPipeline: Sendable {
         }
         rootID = plan.nodes.first { $0.parents.isEmpty }?.id ?? transcribe.id
         replyID = reply.id
+        transcribeID = transcribe.id
         synthesizeID = synthesize.id
         logger = context.logger
         rateConversion = context.rateConversion
@@ -99,12 +104,43 @@ public final class TutorPipeline: Sendable {
         public var transcripts: [Transcript] = []
     }
 
-    /// Transcribes a clip (a file in any format the decoder reads) as one turn and answers it.
+    /// Transcribes a clip (a file in any format the decoder reads) as one turn and answers it;
+    /// `progress` gets each transcript, reply and piece of speech as the stages give it.
     public func answer(
-        audioFile url: URL, conversation: Conversation, overrides: RequestOverrides = RequestOverrides()
+        audioFile url: URL, conversation: Conversation, overrides: RequestOverrides = RequestOverrides(),
+        progress: @escaping @Sendable (any Payload) -> Void = { _ in }
     ) async throws -> Answer {
         let item = InputFile(url: url, relativePath: url.lastPathComponent, outputName: "request")
-        return try await run(item, value: item, at: rootID, conversation: conversation, overrides: overrides)
+        return try await run(
+            item, value: item, at: rootID, conversation: conversation, overrides: overrides, progress: progress)
+    }
+
+    /// How a transcription-only run cuts its clip.
+    public enum Chunking: Sendable {
+        /// As the spec's chunk stage says, as `voxpipe run` cuts the same file.
+        case asSpecified
+        /// The clip whole, as a turn (the chunk stage's one-turn configuration).
+        case wholeClip
+    }
+
+    /// Transcribes a clip with the stages up to the transcribe stage only (no reply, no speech);
+    /// `progress` gets each transcript as it is made.
+    public func transcribe(
+        audioFile url: URL, chunking: Chunking, overrides: RequestOverrides = RequestOverrides(),
+        progress: @escaping @Sendable (Transcript) -> Void = { _ in }
+    ) async throws -> Answer {
+        let runner = try await transcribers.runner(chunking) {
+            let plan = chunking == .wholeClip ? self.plan : self.source.plan
+            return try await Runner.prepare(
+                plan.endingAt(self.transcribeID), options: RunOptions(outputDirectory: self.scratch, jobs: 1),
+                context: self.source.context)
+        }
+        let item = InputFile(url: url, relativePath: url.lastPathComponent, outputName: "request")
+        return try await run(
+            item, value: item, at: rootID, conversation: Conversation(), overrides: overrides, runner: runner
+        ) { payload in
+            if let transcript = payload as? Transcript { progress(transcript) }
+        }
     }
 
     /// Answers a text turn: the stages from reply on.
@@ -150,15 +186,16 @@ public final class TutorPipeline: Sendable {
 
     func run(
         _ item: InputFile, value: any Payload, at start: String, conversation: Conversation,
-        overrides: RequestOverrides
+        overrides: RequestOverrides, runner: Runner? = nil,
+        progress: @escaping @Sendable (any Payload) -> Void = { _ in }
     ) async throws -> Answer {
         let folder = "request-\(UUID().uuidString)"
         let context = ItemContext(
             item: item, outputs: ItemOutputs(root: scratch, folderName: folder), logger: logger,
             conversation: conversation, overrides: overrides)
         defer { try? FileManager.default.removeItem(at: scratch.appendingPathComponent(folder)) }
-        let collector = TurnCollector()
-        try await runner.respond(to: value, at: start, context: context, sink: collector)
+        let collector = TurnCollector(progress: progress)
+        try await (runner ?? self.runner).respond(to: value, at: start, context: context, sink: collector)
         return collector.answer(text: (value as? Transcript)?.text)
     }
 
@@ -198,8 +235,13 @@ final class TurnCollector: OutputSink, Sendable {
     }
 
     private let collected = Mutex(Collected())
+    /// Told of each payload as it is collected.
+    private let progress: @Sendable (any Payload) -> Void
+
+    init(progress: @escaping @Sendable (any Payload) -> Void = { _ in }) { self.progress = progress }
 
     func collect(_ payload: any Payload) {
+        defer { progress(payload) }
         collected.withLock { c in
             switch payload {
             case let transcript as Transcript: c.transcripts.append(transcript)
@@ -227,5 +269,20 @@ final class TurnCollector: OutputSink, Sendable {
                 transcription: transcription.trimmingCharacters(in: .whitespacesAndNewlines),
                 reply: c.replies.joined(separator: " "), speech: audio, transcripts: c.transcripts)
         }
+    }
+}
+
+/// The runners of transcription alone, one per way of chunking, prepared on first use (models
+/// come from the shared engine cache: nothing loads twice).
+actor Transcribers {
+    private var runners: [TutorPipeline.Chunking: Task<Runner, any Error>] = [:]
+
+    func runner(
+        _ chunking: TutorPipeline.Chunking, make: @escaping @Sendable () async throws -> Runner
+    ) async throws -> Runner {
+        if let made = runners[chunking] { return try await made.value }
+        let task = Task { try await make() }
+        runners[chunking] = task
+        return try await task.value
     }
 }

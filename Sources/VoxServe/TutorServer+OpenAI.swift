@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import Synchronization
 import VoxCore
 import VoxDecode
 import VoxWrite
@@ -12,7 +13,9 @@ import VoxWrite
 ///   GET  /v1/models                 → {object: "list", data: [{id, object: "model", owned_by}]}
 ///   POST /v1/audio/transcriptions   multipart: file, model, language, prompt, temperature,
 ///                                   response_format (json, text, srt, vtt, verbose_json),
-///                                   timestamp_granularities[] (segment, word)
+///                                   timestamp_granularities[] (segment, word); with
+///                                   stream=true, server-sent events: transcript.text.delta as
+///                                   each chunk is transcribed, then transcript.text.done
 ///
 ///   POST /v1/audio/translations     as transcriptions, into English (a whisper transcribe stage)
 ///   POST /v1/audio/speech           JSON: input, model, voice, speed, response_format (mp3, opus,
@@ -39,20 +42,24 @@ extension TutorServer {
                     // connection's gate took the place as it arrived, or refused it there).
                     guard self.admission.claim(arrivedOn: ObjectIdentifier(context.channel)) || self.admission.enter()
                     else { return (self.openAIError(Self.overloaded), Self.overloaded) }
-                    defer { self.admission.leave() }
+                    // Given back as the answer is made, or, for a stream, as its last event is sent.
+                    let place = AdmissionPlace(self.admission)
+                    defer { place.releaseUnlessKept() }
                     do {
                         let connection = context.channel
                         let answer =
                             switch route {
                             case .speech: try await self.speech(request, connection: connection)
-                            case .transcriptions: try await self.transcription(request, connection: connection)
+                            case .transcriptions:
+                                try await self.transcription(request, connection: connection, place: place)
                             case .translations:
-                                try await self.transcription(request, translate: true, connection: connection)
+                                try await self.transcription(
+                                    request, translate: true, connection: connection, place: place)
                             }
                         return (answer, nil)
                     } catch {
                         let failure =
-                            (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+                            ServeError.from(error)
                         return (self.openAIError(failure), failure)
                     }
                 }
@@ -63,7 +70,7 @@ extension TutorServer {
     /// A transcription, or with `translate` an English translation (the spec's whisper stage with
     /// task translate, made on first use).
     func transcription(
-        _ request: Request, translate: Bool = false, connection: (any Channel)? = nil
+        _ request: Request, translate: Bool = false, connection: (any Channel)? = nil, place: AdmissionPlace? = nil
     ) async throws -> Response {
         let type = request.headers[.contentType] ?? ""
         guard type.lowercased().hasPrefix("multipart/form-data"), let boundary = Multipart.boundary(type) else {
@@ -100,14 +107,30 @@ extension TutorServer {
                 "cannot_translate", "the served spec's transcribe provider cannot translate (whisper can)")
         }
         let (upload, length) = try await pipeline.store(upload: file.data, ext: Self.ext(sniffed))
-        defer { try? FileManager.default.removeItem(at: upload) }
+        let removeUpload: @Sendable () -> Void = { try? FileManager.default.removeItem(at: upload) }
         // A clip over --max-clip is refused from its header, before it is queued or decoded.
-        try refuseLong(length)
-        // Its own conversation: a transcription is no tutor turn.
+        do { try refuseLong(length) } catch {
+            removeUpload()
+            throw error
+        }
+        if field("stream") == "true" {
+            place?.keep()
+            let logprobs = parts.contains {
+                $0.name == "include[]" && String(decoding: $0.data, as: UTF8.self) == "logprobs"
+            }
+            return streamedTranscription(
+                upload: upload, pipeline: pipeline, logprobs: logprobs, connection: connection
+            ) {
+                removeUpload()
+                place?.release()
+            }
+        }
+        defer { removeUpload() }
+        // The transcribe stage and those before it: a transcription is no tutor turn.
         let answer = try await runPipeline(
             upload: upload, order: "openai-\(UUID().uuidString)", call: OpenAICall(connection: connection)
         ) {
-            try await pipeline.answer(audioFile: upload, conversation: Conversation(), overrides: $0)
+            try await pipeline.transcribe(audioFile: upload, chunking: .wholeClip, overrides: $0)
         }
         let transcripts = answer.transcripts.filter { !$0.text.allSatisfy(\.isWhitespace) }
         switch format {
@@ -147,6 +170,86 @@ extension TutorServer {
                     duration: transcripts.last?.chunk.end ?? 0, text: answer.transcription, segments: segments,
                     words: granularities.contains("word") ? words : nil))
         }
+    }
+
+    /// `stream=true`: server-sent events as OpenAI sends them. The clip is cut as the spec's chunk
+    /// stage cuts it (as `voxpipe run` does), and each chunk's text is a `transcript.text.delta` as
+    /// soon as it is transcribed (with `logprobs` per word, from the recogniser's word
+    /// probabilities, when `include[]=logprobs`); then one `transcript.text.done` with the whole
+    /// text (the deltas joined) and `usage` (the audio's seconds). A failure after the events have
+    /// begun is an `error` event. `finished` runs when the last event is sent or the client goes.
+    func streamedTranscription(
+        upload: URL, pipeline: TutorPipeline, logprobs: Bool, connection: (any Channel)?,
+        finished: @escaping @Sendable () -> Void
+    ) -> Response {
+        let (events, continuation) = AsyncStream<ByteBuffer>.makeStream()
+        let secrets = pipeline.secrets
+        @Sendable func send(_ event: JSONValue) {
+            continuation.yield(
+                ByteBuffer(bytes: Data("data: ".utf8) + secrets.redact(event.canonicalData()) + Data("\n\n".utf8)))
+        }
+        let work = Task {
+            defer {
+                continuation.finish()
+                finished()
+            }
+            let text = Mutex("")
+            do {
+                let answer = try await runPipeline(
+                    upload: upload, order: "openai-\(UUID().uuidString)", call: OpenAICall(connection: connection)
+                ) { overrides in
+                    try await pipeline.transcribe(audioFile: upload, chunking: .asSpecified, overrides: overrides) {
+                        transcript in
+                        let said = transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)
+                        guard !said.isEmpty else { return }
+                        let delta = text.withLock { text in
+                            let delta = text.isEmpty ? said : " " + said
+                            text += delta
+                            return delta
+                        }
+                        var event: [String: JSONValue] = ["type": "transcript.text.delta", "delta": .string(delta)]
+                        if logprobs { event["logprobs"] = Self.logprobs(transcript.words) }
+                        send(.object(event))
+                    }
+                }
+                let seconds = answer.transcripts.map(\.chunk.end).max() ?? 0
+                var done: [String: JSONValue] = [
+                    "type": "transcript.text.done", "text": .string(text.withLock { $0 }),
+                    "usage": ["type": "duration", "seconds": .number((seconds * 1000).rounded() / 1000)],
+                ]
+                if logprobs { done["logprobs"] = Self.logprobs(answer.transcripts.flatMap(\.words)) }
+                send(.object(done))
+            } catch {
+                let failure = ServeError.from(error)
+                send(Self.errorEvent(failure))
+            }
+        }
+        continuation.onTermination = { _ in work.cancel() }
+        return Response(
+            status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+            body: ResponseBody(asyncSequence: events))
+    }
+
+    /// OpenAI's `logprobs`: a token each (here a word), its log probability and its UTF-8 bytes.
+    static func logprobs(_ words: [Word]) -> JSONValue {
+        .array(
+            words.compactMap { word in
+                guard let p = word.confidence, p > 0 else { return nil }
+                return [
+                    "token": .string(word.text), "logprob": .number(log(p)),
+                    "bytes": .array(word.text.utf8.map { .number(Double($0)) }),
+                ]
+            })
+    }
+
+    /// An `error` event in OpenAI's shape (the streams' and the realtime sessions').
+    static func errorEvent(_ failure: ServeError, eventID: String? = nil) -> JSONValue {
+        var error: [String: JSONValue] = [
+            "type": .string(failure.status >= 500 ? "server_error" : "invalid_request_error"),
+            "code": .string(failure.reason), "message": .string(failure.message), "param": .null,
+        ]
+        if let eventID { error["event_id"] = .string(eventID) }
+        return ["type": "error", "error": .object(error)]
     }
 
     /// The formats `/v1/audio/speech` answers in, and the file format each is written as.
@@ -296,6 +399,31 @@ struct OpenAIFailure: Encodable, Sendable {
         error = Body(
             message: failure.message, type: failure.status >= 500 ? "server_error" : "invalid_request_error",
             param: nil, code: failure.reason)
+    }
+}
+
+/// The admission place an OpenAI request took: given back once, by its handler, or, when the
+/// handler keeps it for a stream, by the stream as it ends.
+final class AdmissionPlace: Sendable {
+    private let admission: Admission
+    private let state = Mutex((kept: false, released: false))
+
+    init(_ admission: Admission) { self.admission = admission }
+
+    /// The answer streams on after its handler returns: the stream releases the place.
+    func keep() { state.withLock { $0.kept = true } }
+
+    func releaseUnlessKept() {
+        if state.withLock({ $0.kept }) { return }
+        release()
+    }
+
+    func release() {
+        let leave = state.withLock { state in
+            defer { state.released = true }
+            return !state.released
+        }
+        if leave { admission.leave() }
     }
 }
 

@@ -5,6 +5,7 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+import VoxChunk
 import VoxCore
 import VoxDecode
 
@@ -56,6 +57,10 @@ public final class TutorServer: Sendable {
     let logger: Logger
     /// Whether the ignored-client-key warning was given (it is given once).
     let ignoredKeyWarning = Once()
+    /// The live sessions open (`/v1/realtime`).
+    let liveSessions: LiveSessionCount
+    /// The Silero model live sessions detect turns with; nil when it is not installed.
+    let vadModel: URL?
 
     /// The routes' names in metrics, besides the prefix.
     static let routes = ["/process-audio", "/process-text", "/join-with-bot", "/stop", "/status"]
@@ -81,6 +86,9 @@ public final class TutorServer: Sendable {
         sessions = Sessions(limit: settings.maxConversations, idleAfter: settings.sessionIdleSeconds)
         joins = Mutex(JoinRate(perMinute: settings.joinsPerMinute, burst: settings.joinBurst))
         bodyBudget = BodyBudget(limit: max(64 << 20, 4 * settings.maxBodyBytes))
+        liveSessions = LiveSessionCount(limit: settings.maxLiveSessions)
+        let silero = SileroVAD.resolve("silero", baseDirectory: URL(fileURLWithPath: "/"))
+        vadModel = silero.found ? silero.file : nil
     }
 
     /// How `run` ended.
@@ -105,7 +113,7 @@ public final class TutorServer: Sendable {
         let rules = gateRules
         let app = Application(
             router: makeRouter(),
-            server: .http1(configuration: .init(additionalChannelHandlers: [RequestGate(rules)])),
+            server: serverBuilder(rules: rules),
             configuration: ApplicationConfiguration(
                 address: .hostname(settings.host, port: settings.port), serverName: Self.serverName),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
@@ -526,7 +534,7 @@ public final class TutorServer: Sendable {
                 return (answer, nil)
             } catch {
                 let serveError =
-                    (error as? ServeError) ?? ServeError(500, "internal", "internal error: \(describe(error))")
+                    ServeError.from(error)
                 var answer = failure(serveError)
                 if let cookie = call?.setCookie { answer.headers[.setCookie] = cookie }
                 return (answer, serveError)

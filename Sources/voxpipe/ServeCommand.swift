@@ -64,6 +64,14 @@ struct ServeCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "Seconds SIGTERM/SIGINT give running turns before they are cancelled.", valueName: "seconds"))
     var shutdownGrace: Double = 10
+    @Option(
+        help: ArgumentHelp(
+            "Live sessions (/v1/realtime WebSockets) open at once; one more gets an error event and a close.",
+            valueName: "n"))
+    var maxLiveSessions = 8
+    @Option(
+        help: ArgumentHelp("Seconds a live session may go without a client event.", valueName: "seconds"))
+    var liveIdleTimeout: Double = 60
     @Flag(name: [.short, .long], help: "Log debug messages to stderr.") var verbose = false
 
     func validate() throws {
@@ -74,9 +82,10 @@ struct ServeCommand: AsyncParsableCommand {
         guard queue >= 0 else { throw ValidationError("--queue must be 0 or more") }
         guard maxClip > 0 else { throw ValidationError("--max-clip must be positive") }
         guard maxSessions >= 1 else { throw ValidationError("--max-sessions must be at least 1") }
+        guard maxLiveSessions >= 0 else { throw ValidationError("--max-live-sessions must be 0 or more") }
         for (name, value) in [
             ("--session-idle", sessionIdle), ("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout),
-            ("--body-timeout", bodyTimeout),
+            ("--body-timeout", bodyTimeout), ("--live-idle-timeout", liveIdleTimeout),
         ] where !(value > 0) {
             throw ValidationError("\(name) must be positive")
         }
@@ -124,6 +133,8 @@ struct ServeCommand: AsyncParsableCommand {
             settings.headerTimeout = headerTimeout
             settings.bodyTimeout = bodyTimeout
             settings.shutdownGrace = shutdownGrace
+            settings.maxLiveSessions = maxLiveSessions
+            settings.liveIdleSeconds = liveIdleTimeout
 
             // The spec is checked as `run` checks it; serve runs that plan as one turn a request.
             let plan = try loadPlan(spec)

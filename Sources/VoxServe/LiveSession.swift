@@ -1,0 +1,630 @@
+import Foundation
+import Synchronization
+import VoxChunk
+import VoxCore
+
+/// One `/v1/realtime` connection, in OpenAI's Realtime API (the GA event names).
+///
+/// Client events: `session.update`, `input_audio_buffer.append` / `.commit` / `.clear`,
+/// `response.cancel`. Server events: `session.created` / `.updated`,
+/// `input_audio_buffer.speech_started` / `.speech_stopped` / `.committed` / `.cleared`,
+/// `conversation.item.input_audio_transcription.delta` / `.completed` / `.failed`, and in a
+/// conversation `response.created`, `response.output_audio_transcript.delta` / `.done`,
+/// `response.output_audio.delta` / `.done`, `response.done`; `error` for what cannot be done (the
+/// session goes on).
+///
+/// Input is 16-bit mono PCM at 24 kHz (`audio/pcm`, as OpenAI sends it) or 16 kHz, kept at
+/// 16 kHz. With `server_vad` turn detection (the default) Silero's speech probabilities, run on the
+/// stream as it comes with the network's state kept per session, cut turns (`TurnDetector`); with
+/// `turn_detection: null` the client commits. A committed turn is a clip of the served spec's:
+/// a transcription session runs the stages up to transcribe on it (the clip whole, as a REST
+/// turn), a conversation runs the tutor's stages and streams the reply's text and speech, sentence
+/// by sentence as it is synthesized. Speech that starts while the tutor answers cancels the answer.
+/// Turns run one at a time, in order, as the server's turn scheduler admits them.
+actor LiveSession {
+    enum Kind: String, Sendable {
+        case transcription
+        case realtime
+    }
+
+    /// What the server gives a session.
+    struct Environment: Sendable {
+        let pipeline: TutorPipeline
+        /// The Silero model; nil when it is not installed (server VAD is then refused).
+        let vadModel: URL?
+        let rateConversion: (any RateConversion)?
+        /// The most input audio a session holds uncommitted.
+        let maxBufferSeconds: Double
+        /// Runs a turn's work as serve runs a request's: in its session's order, in a slot, within
+        /// the timeout; failures as `ServeError`s.
+        let runTurn:
+            @Sendable (
+                _ session: String, _ work: @escaping @Sendable (RequestOverrides) async throws -> TutorPipeline.Answer
+            )
+                async throws -> TutorPipeline.Answer
+    }
+
+    static let inputRates = [24000, 16000]
+    static let rate = TurnDetector.sampleRate
+
+    let id: String
+    let kind: Kind
+    let environment: Environment
+    /// Sends a server event (they go out in the order given).
+    let send: @Sendable (JSONValue) -> Void
+
+    private var inputRate = 24000
+    private var outputRate = 24000
+    private var detection: TurnDetector.Settings? = TurnDetector.Settings()
+    private var language: String?
+    private var voice: String?
+
+    private var converter: (any RateConverter)?
+    private var vad: SileroVAD?
+    private var detector = TurnDetector(settings: .init())
+    /// 16-kHz samples received (the session's clock).
+    private var received = 0
+    /// The uncommitted input, at 16 kHz, from session sample `bufferStart` on.
+    private var buffer: [Float] = []
+    private var bufferStart = 0
+    /// Samples not yet in a whole VAD window.
+    private var pending: [Float] = []
+    /// The item the turn in progress will be.
+    private var speechItem: String?
+    private var previousItem: String?
+    /// The turns, each after the one before.
+    private var lastTurn: Task<Void, Never>?
+    private var responding: (id: String, task: Task<Void, Never>)?
+    private var turns: [Task<Void, Never>] = []
+    private let conversation = Conversation()
+
+    init(kind: Kind, environment: Environment, send: @escaping @Sendable (JSONValue) -> Void) {
+        self.id = "sess_" + Self.randomID()
+        self.kind = kind
+        self.environment = environment
+        self.send = send
+    }
+
+    static func randomID() -> String {
+        (0..<12).map { _ in String("0123456789abcdefghijklmnopqrstuvwxyz".randomElement()!) }.joined()
+    }
+
+    // MARK: the session
+
+    /// Sends `session.created`; starts the VAD when the model is there.
+    func start() {
+        if environment.vadModel == nil { detection = nil }
+        send(["type": "session.created", "event_id": event(), "session": sessionObject()])
+    }
+
+    /// The session as OpenAI describes it.
+    private func sessionObject() -> JSONValue {
+        var input: [String: JSONValue] = [
+            "format": ["type": "audio/pcm", "rate": .number(Double(inputRate))],
+            "transcription": [
+                "model": .string(environment.pipeline.plan.name),
+                "language": language.map(JSONValue.string) ?? .null,
+            ],
+            "turn_detection": detection.map { settings in
+                [
+                    "type": "server_vad", "threshold": .number(settings.threshold),
+                    "prefix_padding_ms": .number(Double(settings.prefixPaddingMs)),
+                    "silence_duration_ms": .number(Double(settings.silenceDurationMs)),
+                    "create_response": .bool(kind == .realtime), "interrupt_response": .bool(kind == .realtime),
+                ]
+            } ?? .null,
+        ]
+        input["noise_reduction"] = .null
+        var audio: [String: JSONValue] = ["input": .object(input)]
+        var session: [String: JSONValue] = [
+            "type": .string(kind.rawValue), "id": .string(id), "object": "realtime.session",
+        ]
+        if kind == .realtime {
+            audio["output"] = [
+                "format": ["type": "audio/pcm", "rate": .number(Double(outputRate))],
+                "voice": voice.map(JSONValue.string) ?? .null,
+            ]
+            session["model"] = .string(environment.pipeline.plan.name)
+            session["output_modalities"] = ["audio"]
+        }
+        session["audio"] = .object(audio)
+        return .object(session)
+    }
+
+    private var events = 0
+    private func event() -> JSONValue {
+        events += 1
+        return .string("event_\(id.dropFirst(5))\(events)")
+    }
+
+    /// An `error` event for the client event `clientEvent` (its `event_id`, when it had one).
+    private func refuse(_ code: String, _ message: String, param: String? = nil, clientEvent: String? = nil) {
+        var error: [String: JSONValue] = [
+            "type": "invalid_request_error", "code": .string(code), "message": .string(message),
+            "param": param.map(JSONValue.string) ?? .null,
+        ]
+        if let clientEvent { error["event_id"] = .string(clientEvent) }
+        send(["type": "error", "event_id": event(), "error": .object(error)])
+    }
+
+    // MARK: client events
+
+    /// A text frame.
+    func receive(text: String) {
+        guard let data = text.data(using: .utf8), let value = try? JSONDecoder().decode(JSONValue.self, from: data),
+            let object = value.objectValue
+        else {
+            return refuse("invalid_json", "the event is not a JSON object")
+        }
+        let eventID = object["event_id"]?.stringValue
+        guard let type = object["type"]?.stringValue else {
+            return refuse("invalid_event", "the event has no type", param: "type", clientEvent: eventID)
+        }
+        switch type {
+        case "session.update":
+            update(object["session"]?.objectValue ?? [:], eventID: eventID)
+        case "input_audio_buffer.append":
+            guard let audio = object["audio"]?.stringValue else {
+                return refuse("invalid_event", "audio: expected base64 audio", param: "audio", clientEvent: eventID)
+            }
+            append(base64: audio, eventID: eventID)
+        case "input_audio_buffer.commit":
+            commitByClient(eventID: eventID)
+        case "input_audio_buffer.clear":
+            buffer = []
+            bufferStart = received
+            detector.reset()
+            speechItem = nil
+            send(["type": "input_audio_buffer.cleared", "event_id": event()])
+        case "response.cancel":
+            guard kind == .realtime else {
+                return refuse("invalid_event", "a transcription session has no responses", clientEvent: eventID)
+            }
+            guard let responding else {
+                return refuse("response_cancel_not_active", "no response is in progress", clientEvent: eventID)
+            }
+            responding.task.cancel()
+        case "response.create", "conversation.item.create", "conversation.item.delete", "conversation.item.truncate",
+            "conversation.item.retrieve", "output_audio_buffer.clear":
+            refuse(
+                "unsupported_event", "\(type) is not supported: voxpipe answers each committed turn itself",
+                param: "type", clientEvent: eventID)
+        default:
+            refuse("invalid_event", "unknown event type \"\(type)\"", param: "type", clientEvent: eventID)
+        }
+    }
+
+    /// A binary frame: the protocol sends audio as base64 in `input_audio_buffer.append`.
+    func receiveBinary() {
+        refuse("invalid_event", "binary frames are not events: send audio as base64 in input_audio_buffer.append")
+    }
+
+    private func update(_ session: [String: JSONValue], eventID: String?) {
+        if let type = session["type"]?.stringValue, type != kind.rawValue {
+            return refuse(
+                "invalid_value", "session.type: this is a \(kind.rawValue) session, not \(type)",
+                param: "session.type", clientEvent: eventID)
+        }
+        let audio = session["audio"]?.objectValue ?? [:]
+        let input = audio["input"]?.objectValue ?? [:]
+        var rate = inputRate
+        if let format = input["format"]?.objectValue {
+            guard format["type"]?.stringValue ?? "audio/pcm" == "audio/pcm" else {
+                return refuse(
+                    "unsupported_audio_format",
+                    "session.audio.input.format.type: only audio/pcm (16-bit mono) is supported",
+                    param: "session.audio.input.format.type", clientEvent: eventID)
+            }
+            if let asked = format["rate"]?.numberValue {
+                guard Self.inputRates.contains(Int(asked)), Double(Int(asked)) == asked else {
+                    return refuse(
+                        "unsupported_audio_format", "session.audio.input.format.rate: 24000 or 16000",
+                        param: "session.audio.input.format.rate", clientEvent: eventID)
+                }
+                rate = Int(asked)
+            }
+        }
+        var newDetection = detection
+        if let turn = input["turn_detection"] {
+            if turn == .null {
+                newDetection = nil
+            } else {
+                guard let object = turn.objectValue, object["type"]?.stringValue ?? "server_vad" == "server_vad" else {
+                    return refuse(
+                        "unsupported_turn_detection", "session.audio.input.turn_detection: server_vad or null",
+                        param: "session.audio.input.turn_detection.type", clientEvent: eventID)
+                }
+                guard environment.vadModel != nil else {
+                    return refuse(
+                        "server_vad_unavailable",
+                        "server_vad needs the Silero VAD model (make setup installs it); set turn_detection to null",
+                        param: "session.audio.input.turn_detection", clientEvent: eventID)
+                }
+                var settings = detection ?? TurnDetector.Settings()
+                if let threshold = object["threshold"]?.numberValue {
+                    guard (0...1).contains(threshold) else {
+                        return refuse(
+                            "invalid_value", "turn_detection.threshold: from 0 to 1",
+                            param: "session.audio.input.turn_detection.threshold", clientEvent: eventID)
+                    }
+                    settings.threshold = threshold
+                }
+                for (key, path) in [
+                    ("prefix_padding_ms", \TurnDetector.Settings.prefixPaddingMs),
+                    ("silence_duration_ms", \TurnDetector.Settings.silenceDurationMs),
+                ] {
+                    guard let ms = object[key]?.numberValue else { continue }
+                    guard (0...10000).contains(ms) else {
+                        return refuse(
+                            "invalid_value", "turn_detection.\(key): from 0 to 10000",
+                            param: "session.audio.input.turn_detection.\(key)", clientEvent: eventID)
+                    }
+                    settings[keyPath: path] = Int(ms)
+                }
+                newDetection = settings
+            }
+        }
+        if let transcription = input["transcription"]?.objectValue, let language = transcription["language"] {
+            self.language = language.stringValue
+        }
+        if kind == .realtime, let output = audio["output"]?.objectValue {
+            if let format = output["format"]?.objectValue {
+                guard format["type"]?.stringValue ?? "audio/pcm" == "audio/pcm",
+                    let asked = format["rate"]?.numberValue.map(Int.init) ?? Optional(outputRate),
+                    Self.inputRates.contains(asked)
+                else {
+                    return refuse(
+                        "unsupported_audio_format", "session.audio.output.format: audio/pcm at 24000 or 16000",
+                        param: "session.audio.output.format", clientEvent: eventID)
+                }
+                outputRate = asked
+            }
+            if let voice = output["voice"]?.stringValue { self.voice = voice }
+        }
+        if rate != inputRate {
+            inputRate = rate
+            converter = nil
+        }
+        if newDetection != detection {
+            detection = newDetection
+            detector = TurnDetector(settings: newDetection ?? .init())
+            speechItem = nil
+        }
+        send(["type": "session.updated", "event_id": event(), "session": sessionObject()])
+    }
+
+    private func append(base64: String, eventID: String?) {
+        guard let bytes = Data(base64Encoded: base64) else {
+            return refuse("invalid_base64", "audio: not valid base64", param: "audio", clientEvent: eventID)
+        }
+        guard bytes.count % 2 == 0 else {
+            return refuse(
+                "invalid_audio", "audio: 16-bit PCM has an even number of bytes, this has \(bytes.count)",
+                param: "audio", clientEvent: eventID)
+        }
+        var samples = WAVData.samples(pcm16: [UInt8](bytes))
+        if inputRate != Self.rate {
+            do {
+                if converter == nil {
+                    guard let conversion = environment.rateConversion else {
+                        throw ServeError(500, "no_rate_conversion", "no rate converter is configured")
+                    }
+                    converter = try conversion.converter(channels: 1, from: inputRate, to: Self.rate)
+                }
+                samples = try converter?.process(samples) ?? samples
+            } catch {
+                return refuse("invalid_audio", "audio: could not be converted to 16 kHz: \(describe(error))")
+            }
+        }
+        let limit = Int(environment.maxBufferSeconds * Double(Self.rate))
+        if buffer.count + samples.count > limit, detection == nil || !detector.speaking {
+            return refuse(
+                "input_audio_buffer_full",
+                "the input audio buffer holds at most \(Int(environment.maxBufferSeconds)) s: commit or clear it",
+                clientEvent: eventID)
+        }
+        buffer += samples
+        received += samples.count
+        guard detection != nil else { return }
+        pending += samples
+        detect()
+        // A turn that reaches the limit ends there.
+        if detector.speaking, buffer.count >= limit { endTurn(at: received) }
+    }
+
+    /// Runs the VAD over the whole windows that have come, and acts on the turns it finds.
+    private func detect() {
+        let windows = pending.count / TurnDetector.window
+        guard windows > 0 else { return }
+        let whole = pending[..<(windows * TurnDetector.window)]
+        let first = received - pending.count
+        pending.removeFirst(windows * TurnDetector.window)
+        let probabilities: [Float]
+        do {
+            if vad == nil, let model = environment.vadModel { vad = try SileroVAD(modelFile: model) }
+            probabilities = try vad?.probabilities(whole) ?? []
+        } catch {
+            detection = nil
+            return refuse("server_vad_unavailable", "server VAD stopped: \(describe(error)); commit turns yourself")
+        }
+        for (i, probability) in probabilities.enumerated() {
+            let end = first + (i + 1) * TurnDetector.window
+            switch detector.window(probability: Double(probability), endingAt: end) {
+            case .started(let sample):
+                let item = "item_" + Self.randomID()
+                speechItem = item
+                send([
+                    "type": "input_audio_buffer.speech_started", "event_id": event(), "item_id": .string(item),
+                    "audio_start_ms": .number(Double(sample * 1000 / Self.rate)),
+                ])
+                // The learner speaks: the tutor stops.
+                responding?.task.cancel()
+            case .stopped(let sample):
+                endTurn(at: sample)
+            case nil:
+                break
+            }
+        }
+        // Between turns only the padding a turn would start with is kept.
+        if !detector.speaking {
+            let keep = (detection?.prefixPaddingMs ?? 0) * Self.rate / 1000 + TurnDetector.window
+            let drop = buffer.count - keep
+            if drop > 0 {
+                buffer.removeFirst(drop)
+                bufferStart += drop
+            }
+        }
+    }
+
+    /// The VAD's turn ends at session sample `end`.
+    private func endTurn(at end: Int) {
+        let item = speechItem ?? "item_" + Self.randomID()
+        speechItem = nil
+        detector.reset()
+        send([
+            "type": "input_audio_buffer.speech_stopped", "event_id": event(), "item_id": .string(item),
+            "audio_end_ms": .number(Double(end * 1000 / Self.rate)),
+        ])
+        let from = max(0, detector.turnStart - bufferStart), to = min(buffer.count, end - bufferStart)
+        let clip = from < to ? Array(buffer[from..<to]) : []
+        buffer.removeFirst(max(0, to))
+        bufferStart += max(0, to)
+        commit(clip, item: item)
+    }
+
+    private func commitByClient(eventID: String?) {
+        // OpenAI's minimum: 100 ms.
+        guard buffer.count >= Self.rate / 10 else {
+            return refuse(
+                "input_audio_buffer_commit_empty",
+                "the input audio buffer holds \(buffer.count * 1000 / Self.rate) ms: at least 100 ms to commit",
+                clientEvent: eventID)
+        }
+        let clip = buffer
+        bufferStart = received
+        buffer = []
+        pending = []
+        detector.reset()
+        let item = speechItem ?? "item_" + Self.randomID()
+        speechItem = nil
+        commit(clip, item: item)
+    }
+
+    // MARK: turns
+
+    private func commit(_ clip: [Float], item: String) {
+        send([
+            "type": "input_audio_buffer.committed", "event_id": event(), "item_id": .string(item),
+            "previous_item_id": previousItem.map(JSONValue.string) ?? .null,
+        ])
+        previousItem = item
+        let before = lastTurn
+        let session = id
+        let environment = environment
+        let send = send
+        let task: Task<Void, Never>
+        switch kind {
+        case .transcription:
+            let language = language
+            task = Task {
+                await before?.value
+                await Self.transcribe(
+                    clip, item: item, session: session, language: language, environment: environment, send: send)
+            }
+        case .realtime:
+            let responseID = "resp_" + Self.randomID()
+            let overrides = SpeechRequest(voice: voice, speed: nil)
+            let outputRate = outputRate
+            let conversation = conversation
+            task = Task {
+                await before?.value
+                guard !Task.isCancelled else { return }
+                await Self.respond(
+                    to: clip, item: item, responseID: responseID, session: session, speech: overrides,
+                    outputRate: outputRate, conversation: conversation, environment: environment, send: send)
+            }
+            responding = (responseID, task)
+            Task { [weak self] in
+                await task.value
+                await self?.finished(responseID)
+            }
+        }
+        lastTurn = task
+        turns.removeAll { $0.isCancelled }
+        turns.append(task)
+    }
+
+    private func finished(_ responseID: String) {
+        if responding?.id == responseID { responding = nil }
+    }
+
+    /// The client has gone: nothing more runs for it.
+    func end() {
+        for turn in turns { turn.cancel() }
+        responding?.task.cancel()
+    }
+
+    /// Writes a turn's clip as a 16-kHz WAV among the uploads.
+    private static func store(_ clip: [Float], pipeline: TutorPipeline) async throws -> URL {
+        let data = WAVData.pcm16(clip, format: AudioFormat(sampleRate: rate, channels: 1))
+        return try await pipeline.store(upload: data, ext: "wav").url
+    }
+
+    private static func transcribe(
+        _ clip: [Float], item: String, session: String, language: String?, environment: Environment,
+        send: @escaping @Sendable (JSONValue) -> Void
+    ) async {
+        let pipeline = environment.pipeline
+        do {
+            let upload = try await store(clip, pipeline: pipeline)
+            defer { try? FileManager.default.removeItem(at: upload) }
+            let answer = try await environment.runTurn(session) { overrides in
+                try await pipeline.transcribe(audioFile: upload, chunking: .wholeClip, overrides: overrides) {
+                    transcript in
+                    let said = transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)
+                    guard !said.isEmpty else { return }
+                    send([
+                        "type": "conversation.item.input_audio_transcription.delta", "event_id": .string(newEvent()),
+                        "item_id": .string(item), "content_index": 0, "delta": .string(said),
+                    ])
+                }
+            }
+            send([
+                "type": "conversation.item.input_audio_transcription.completed", "event_id": .string(newEvent()),
+                "item_id": .string(item), "content_index": 0, "transcript": .string(answer.transcription),
+                "usage": ["type": "duration", "seconds": .number(Double(clip.count) / Double(rate))],
+            ])
+        } catch {
+            send(failed(item: item, error: error))
+        }
+    }
+
+    private static func failed(item: String, error: any Error) -> JSONValue {
+        let failure = ServeError.from(error)
+        return [
+            "type": "conversation.item.input_audio_transcription.failed", "event_id": .string(newEvent()),
+            "item_id": .string(item), "content_index": 0,
+            "error": [
+                "type": .string(failure.status >= 500 ? "server_error" : "invalid_request_error"),
+                "code": .string(failure.reason), "message": .string(failure.message), "param": .null,
+            ],
+        ]
+    }
+
+    /// An event id for events sent from a turn's task.
+    static func newEvent() -> String { "event_" + randomID() }
+
+    private static func respond(
+        to clip: [Float], item: String, responseID: String, session: String, speech: SpeechRequest,
+        outputRate: Int, conversation: Conversation, environment: Environment,
+        send: @escaping @Sendable (JSONValue) -> Void
+    ) async {
+        let pipeline = environment.pipeline
+        let answerItem = "item_" + randomID()
+        func response(_ status: String, transcript: String?) -> JSONValue {
+            var response: [String: JSONValue] = [
+                "id": .string(responseID), "object": "realtime.response", "status": .string(status),
+                "output_modalities": ["audio"],
+                "audio": ["output": ["format": ["type": "audio/pcm", "rate": .number(Double(outputRate))]]],
+            ]
+            if let transcript {
+                response["output"] = [
+                    [
+                        "id": .string(answerItem), "type": "message", "object": "realtime.item", "role": "assistant",
+                        "status": .string(status == "completed" ? "completed" : "incomplete"),
+                        "content": [["type": "output_audio", "transcript": .string(transcript)]],
+                    ]
+                ]
+            } else {
+                response["output"] = []
+            }
+            return [
+                "type": .string(status == "in_progress" ? "response.created" : "response.done"),
+                "event_id": .string(newEvent()), "response": .object(response),
+            ]
+        }
+        send(response("in_progress", transcript: nil))
+        let said = TextSoFar()
+        do {
+            let upload = try await store(clip, pipeline: pipeline)
+            defer { try? FileManager.default.removeItem(at: upload) }
+            let answer = try await environment.runTurn(session) { overrides in
+                var overrides = overrides
+                if speech.voice != nil { overrides.speech = speech }
+                return try await pipeline.answer(audioFile: upload, conversation: conversation, overrides: overrides) {
+                    payload in
+                    guard !Task.isCancelled else { return }
+                    switch payload {
+                    case let transcript as Transcript:
+                        send([
+                            "type": "conversation.item.input_audio_transcription.completed",
+                            "event_id": .string(newEvent()), "item_id": .string(item), "content_index": 0,
+                            "transcript": .string(transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                            "usage": ["type": "duration", "seconds": .number(Double(clip.count) / Double(rate))],
+                        ])
+                    case let reply as Reply:
+                        let delta = said.add(reply.text)
+                        send([
+                            "type": "response.output_audio_transcript.delta", "event_id": .string(newEvent()),
+                            "response_id": .string(responseID), "item_id": .string(answerItem), "output_index": 0,
+                            "content_index": 0, "delta": .string(delta),
+                        ])
+                    case let spoken as Speech:
+                        guard let pcm = try? pipeline.pcm16(spoken.audio, rate: outputRate) else { return }
+                        // At most a second of audio an event.
+                        let step = outputRate * 2
+                        for start in stride(from: 0, to: pcm.count, by: step) {
+                            send([
+                                "type": "response.output_audio.delta", "event_id": .string(newEvent()),
+                                "response_id": .string(responseID), "item_id": .string(answerItem),
+                                "output_index": 0, "content_index": 0,
+                                "delta": .string(pcm[start..<min(pcm.count, start + step)].base64EncodedString()),
+                            ])
+                        }
+                    default:
+                        break
+                    }
+                }
+            }
+            try Task.checkCancellation()
+            let common: [String: JSONValue] = [
+                "response_id": .string(responseID), "item_id": .string(answerItem), "output_index": 0,
+                "content_index": 0,
+            ]
+            send(
+                .object(common.merging(["type": "response.output_audio.done", "event_id": .string(newEvent())]) { $1 }))
+            send(
+                .object(
+                    common.merging([
+                        "type": "response.output_audio_transcript.done", "event_id": .string(newEvent()),
+                        "transcript": .string(answer.reply),
+                    ]) { $1 }))
+            send(response("completed", transcript: answer.reply))
+        } catch {
+            if Task.isCancelled || error is CancellationError {
+                send(response("cancelled", transcript: said.text))
+            } else {
+                let failure = ServeError.from(error)
+                send(TutorServer.errorEvent(failure, eventID: nil))
+                send(response("failed", transcript: said.text))
+            }
+        }
+    }
+}
+
+/// The reply text sent so far in a response, and each delta's leading space.
+final class TextSoFar: Sendable {
+    private let said = Mutex("")
+
+    var text: String { said.withLock { $0 } }
+
+    /// Adds a reply's text; returns the delta to send.
+    func add(_ text: String) -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return said.withLock { said in
+            let delta = said.isEmpty ? trimmed : " " + trimmed
+            said += delta
+            return delta
+        }
+    }
+}

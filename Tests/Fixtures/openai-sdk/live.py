@@ -1,0 +1,161 @@
+"""voxpipe serve's live routes through the official OpenAI Python SDK (with `websockets`).
+
+Usage:
+  live.py stream BASE_URL CLIP
+      client.audio.transcriptions.create(stream=True): prints {"types", "deltas", "done", "usage"}.
+  live.py transcribe BASE_URL RATE PAUSE_MS CHUNK_MS WAV [WAV ...]
+      a transcription session (intent=transcription, server VAD): each WAV (16-bit mono at RATE) is
+      sent at real-time pace in CHUNK_MS appends, with PAUSE_MS of silence after each; prints the
+      server events (type, item_id, audio_start_ms, audio_end_ms, transcript) in order.
+  live.py converse BASE_URL RATE WAV [WAV]
+      a conversation session: the first WAV is a turn; with a second, it is sent as soon as the
+      tutor's answer has begun (an interruption); prints the events and the audio bytes received.
+  live.py bad BASE_URL
+      sends what a broken client sends and prints the error codes that came back.
+All times go by the server's events; nothing waits a fixed time for the server.
+"""
+import asyncio
+import base64
+import json
+import sys
+import wave
+
+from openai import AsyncOpenAI, OpenAI
+
+
+def pcm(path):
+    with wave.open(path, "rb") as w:
+        assert w.getsampwidth() == 2 and w.getnchannels() == 1, path
+        return w.readframes(w.getnframes()), w.getframerate()
+
+
+def stream(base, clip):
+    client = OpenAI(base_url=base, api_key="sk-unused", max_retries=0, timeout=1200)
+    types, deltas, done, usage = [], [], None, None
+    with open(clip, "rb") as audio:
+        events = client.audio.transcriptions.create(
+            model="whisper-1", file=audio, stream=True, include=["logprobs"])
+        for event in events:
+            types.append(event.type)
+            if event.type == "transcript.text.delta":
+                deltas.append({"delta": event.delta, "logprobs": len(event.logprobs or [])})
+            elif event.type == "transcript.text.done":
+                done = event.text
+                usage = event.usage.model_dump() if event.usage else None
+    print(json.dumps({"types": types, "deltas": deltas, "done": done, "usage": usage}))
+
+
+def summary(event):
+    keep = {"type": event.type}
+    for key in ("item_id", "audio_start_ms", "audio_end_ms", "transcript", "delta", "previous_item_id"):
+        value = getattr(event, key, None)
+        if value is not None:
+            keep[key] = value if key != "delta" or event.type != "response.output_audio.delta" else len(value)
+    if event.type == "error":
+        keep["code"] = event.error.code
+    if event.type in ("response.created", "response.done"):
+        keep["status"] = event.response.status
+        keep["response_id"] = event.response.id
+    return keep
+
+
+async def send_audio(connection, audio, rate, chunk_ms, pace=True):
+    step = rate * 2 * chunk_ms // 1000
+    for start in range(0, len(audio), step):
+        await connection.input_audio_buffer.append(audio=base64.b64encode(audio[start:start + step]).decode())
+        if pace:
+            await asyncio.sleep(chunk_ms / 1000)
+
+
+async def transcribe(base, rate, pause_ms, chunk_ms, wavs):
+    client = AsyncOpenAI(base_url=base, api_key="sk-unused", max_retries=0)
+    events = []
+    async with client.realtime.connect(model="whisper-1", extra_query={"intent": "transcription"}) as connection:
+        await connection.session.update(session={
+            "type": "transcription",
+            "audio": {"input": {
+                "format": {"type": "audio/pcm", "rate": rate},
+                "turn_detection": {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
+                                   "silence_duration_ms": 500},
+            }},
+        })
+
+        async def feed():
+            for path in wavs:
+                audio, file_rate = pcm(path)
+                assert file_rate == rate, (path, file_rate)
+                await send_audio(connection, audio, rate, chunk_ms)
+                await send_audio(connection, b"\0\0" * (rate * pause_ms // 1000), rate, chunk_ms)
+
+        feeder = asyncio.create_task(feed())
+        completed = 0
+        async for event in connection:
+            events.append(summary(event))
+            if event.type in ("conversation.item.input_audio_transcription.completed",
+                              "conversation.item.input_audio_transcription.failed"):
+                completed += 1
+                if completed == len(wavs) and feeder.done():
+                    break
+        await feeder
+    print(json.dumps(events))
+
+
+async def converse(base, rate, wavs):
+    client = AsyncOpenAI(base_url=base, api_key="sk-unused", max_retries=0)
+    events, audio_bytes = [], 0
+    async with client.realtime.connect(model="gpt-realtime") as connection:
+        await connection.session.update(session={
+            "type": "realtime",
+            "audio": {"input": {"format": {"type": "audio/pcm", "rate": rate},
+                                "turn_detection": {"type": "server_vad", "silence_duration_ms": 500}},
+                      "output": {"format": {"type": "audio/pcm", "rate": 24000}}},
+        })
+        first, _ = pcm(wavs[0])
+        silence = b"\0\0" * (rate * 800 // 1000)
+        await send_audio(connection, first + silence, rate, 100, pace=False)
+        interrupted = len(wavs) < 2
+        done = 0
+        async for event in connection:
+            events.append(summary(event))
+            if event.type == "response.output_audio.delta":
+                audio_bytes += len(base64.b64decode(event.delta))
+            if event.type == "response.created" and not interrupted:
+                interrupted = True
+                second, _ = pcm(wavs[1])
+                await send_audio(connection, second + silence, rate, 100, pace=False)
+            if event.type == "response.done":
+                done += 1
+                if done == len(wavs):
+                    break
+    print(json.dumps({"events": events, "audio_bytes": audio_bytes}))
+
+
+async def bad(base):
+    import websockets
+    url = base.replace("http://", "ws://").rstrip("/") + "/realtime?intent=transcription"
+    codes = []
+    async with websockets.connect(url, additional_headers={"Authorization": "Bearer sk-unused"}) as ws:
+        created = json.loads(await ws.recv())
+        codes.append(created["type"])
+        for frame in ["not json", b"\x00\x01binary", json.dumps({"type": "no.such.event"}),
+                      json.dumps({"type": "input_audio_buffer.append", "audio": "%%%not base64%%%"}),
+                      json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(b"\x01").decode()}),
+                      json.dumps({"type": "session.update",
+                                  "session": {"audio": {"input": {"format": {"type": "audio/pcmu"}}}}}),
+                      json.dumps({"type": "input_audio_buffer.commit"}),
+                      json.dumps({"type": "input_audio_buffer.clear"})]:
+            await ws.send(frame)
+            reply = json.loads(await ws.recv())
+            codes.append(reply["error"]["code"] if reply["type"] == "error" else reply["type"])
+    print(json.dumps(codes))
+
+
+mode = sys.argv[1]
+if mode == "stream":
+    stream(sys.argv[2], sys.argv[3])
+elif mode == "transcribe":
+    asyncio.run(transcribe(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:]))
+elif mode == "converse":
+    asyncio.run(converse(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
+elif mode == "bad":
+    asyncio.run(bad(sys.argv[2]))

@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+import VoxTestSupport
+
+/// Live conversations (issue 39): streamed transcriptions and `/v1/realtime` sessions, with the
+/// official OpenAI Python SDK as the client against `voxpipe serve` on 127.0.0.1.
+extension ServeCommandTests {
+    static let liveClient = packageRoot.appendingPathComponent("Tests/Fixtures/openai-sdk/live.py").path
+    static let librivox = URL(fileURLWithPath: "/usr/share/pocketsphinx/test/data/librivox")
+
+    func live(_ arguments: [String]) throws -> Any {
+        let result = try run("/usr/bin/env", ["python3", Self.liveClient] + arguments)
+        #expect(result.status == 0, "\(result.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+    }
+
+    @Test(.enabled(if: openAISDK, "needs the openai Python package (make setup installs it)"))
+    func aStreamedTranscriptionSendsDeltasThenOneDoneWithRunsText() throws {
+        let dir = temporaryDirectory()
+        // Two turns: the clip, a pause, the clip again.
+        let turn = dir.appendingPathComponent("turn.wav").path, pause = dir.appendingPathComponent("pause.wav").path
+        let clip = dir.appendingPathComponent("two-turns.wav")
+        try runTool("ffmpeg", ["-v", "error", "-i", germanClip.path, "-ac", "1", "-ar", "16000", turn])
+        try runTool("sox", ["-n", "-r", "16000", "-c", "1", "-b", "16", pause, "trim", "0", "1.5"])
+        try runTool("sox", [turn, pause, turn, clip.path])
+        let got = try #require(
+            try servingTheTutor { port in try live(["stream", "http://127.0.0.1:\(port)/v1", clip.path]) }
+                as? [String: Any])
+        let types = try #require(got["types"] as? [String])
+        let deltas = try #require(got["deltas"] as? [[String: Any]])
+        let done = try #require(got["done"] as? String)
+        // A delta a turn, then one done, last.
+        #expect(types == ["transcript.text.delta", "transcript.text.delta", "transcript.text.done"], "\(types)")
+        #expect(deltas.compactMap { $0["delta"] as? String }.joined() == done)
+        #expect(deltas.allSatisfy { ($0["logprobs"] as? Int ?? 0) > 0 }, "\(deltas)")
+        #expect(((got["usage"] as? [String: Any])?["seconds"] as? Double ?? 0) > 8, "\(got)")
+
+        // The same text `voxpipe run` writes for the same file with the same spec.
+        let out = dir.appendingPathComponent("out")
+        let batch = try voxpipe(["run", lessonTutor.path, clip.path, "-o", out.path])
+        #expect(batch.status == 0, "\(batch.stderr)")
+        let written = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: out.appendingPathComponent("two-turns/subs.json")))
+        let text = try #require((written as? [String: Any])?["text"] as? String, "\(written)")
+        #expect(done == text.trimmingCharacters(in: .whitespaces))
+        #expect(done.hasPrefix("Guten Morgen"))
+    }
+
+    @Test(.enabled(if: openAISDK, "needs the openai Python package (make setup installs it)"))
+    func aTranscriptionSessionFedAtRealTimePaceGetsOneTurnPerUtteranceWithTheBatchText() throws {
+        let dir = temporaryDirectory()
+        let lines = ["0870", "0880", "0890"].map {
+            Self.librivox.appendingPathComponent("sense_and_sensibility_01_austen_64kb-\($0).wav").path
+        }
+        // Served: the REST transcription of each line, and the live session over all three, with
+        // pauses of 1.2 s between them, in 40-ms appends at 24 kHz (as OpenAI's clients send).
+        let upsampled = try lines.enumerated().map { i, line in
+            let out = dir.appendingPathComponent("line\(i)-24k.wav").path
+            try runTool("sox", [line, "-r", "24000", out])
+            return out
+        }
+        let (server, port) = try serve([packageRoot.appendingPathComponent("Pipelines/lesson-tutor-en.json").path])
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        let (events, rest) = try { () throws -> ([[String: Any]], [String]) in
+            let base = "http://127.0.0.1:\(port)/v1"
+            let events = try #require(
+                try live(["transcribe", base, "24000", "1200", "40"] + upsampled) as? [[String: Any]])
+            let rest = try lines.map { line in
+                try run(
+                    "/usr/bin/curl",
+                    [
+                        "-s", "\(base)/audio/transcriptions", "-F", "file=@\(line)", "-F", "model=whisper-1",
+                        "-F", "response_format=text",
+                    ]
+                ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            return (events, rest)
+        }()
+        func of(_ type: String) -> [[String: Any]] {
+            events.filter { $0["type"] as? String == "input_audio_buffer.\(type)" }
+        }
+        let completed = events.filter {
+            $0["type"] as? String == "conversation.item.input_audio_transcription.completed"
+        }
+        #expect(
+            of("speech_started").count == 3 && of("speech_stopped").count == 3 && of("committed").count == 3,
+            "\(events)")
+        #expect(completed.count == 3, "\(events)")
+        // Each turn's item goes from start to stop to commit to its transcript, in order.
+        let items = of("committed").compactMap { $0["item_id"] as? String }
+        #expect(of("speech_started").compactMap { $0["item_id"] as? String } == items)
+        #expect(completed.compactMap { $0["item_id"] as? String } == items)
+        let starts = of("speech_started").compactMap { $0["audio_start_ms"] as? Int }
+        let ends = of("speech_stopped").compactMap { $0["audio_end_ms"] as? Int }
+        #expect(zip(starts, ends).allSatisfy { $0 < $1 } && zip(ends, starts.dropFirst()).allSatisfy { $0 <= $1 })
+        // The words of each turn are those the REST route gives for its file, but for at most one.
+        for (turn, whole) in zip(completed.compactMap { $0["transcript"] as? String }, rest) {
+            let (a, b) = (scoringWords(turn), scoringWords(whole))
+            #expect(!b.isEmpty && abs(a.count - b.count) <= 1, "\(turn) | \(whole)")
+            #expect(zip(a, b).filter { $0 != $1 }.count <= 1, "\(turn) | \(whole)")
+        }
+    }
+
+    @Test(.enabled(if: openAISDK, "needs the openai Python package (make setup installs it)"))
+    func aConversationAnswersWithTextAndSpeechAndAnInterruptionCancelsTheAnswer() throws {
+        let dir = temporaryDirectory()
+        let clip = dir.appendingPathComponent("turn.wav").path
+        try runTool("ffmpeg", ["-v", "error", "-i", germanClip.path, "-ac", "1", "-ar", "16000", clip])
+        let (one, two) = try servingTheTutor { port -> ([String: Any], [String: Any]) in
+            let base = "http://127.0.0.1:\(port)/v1"
+            return (
+                try #require(try live(["converse", base, "16000", clip]) as? [String: Any]),
+                try #require(try live(["converse", base, "16000", clip, clip]) as? [String: Any])
+            )
+        }
+        let turn = try batchTurn(in: dir)
+        let events = try #require(one["events"] as? [[String: Any]])
+        func of(_ type: String, in events: [[String: Any]]) -> [[String: Any]] {
+            events.filter { $0["type"] as? String == type }
+        }
+        let heard = of("conversation.item.input_audio_transcription.completed", in: events)
+        #expect(heard.first?["transcript"] as? String == turn["transcription"] as? String, "\(events)")
+        let said = of("response.output_audio_transcript.done", in: events).first?["transcript"] as? String
+        #expect(said == turn["reply"] as? String, "\(events)")
+        #expect(of("response.done", in: events).first?["status"] as? String == "completed")
+        // Speech that decodes: whole 16-bit samples, more than a second at 24 kHz.
+        let bytes = one["audio_bytes"] as? Int ?? 0
+        #expect(bytes > 48000 && bytes % 2 == 0, "\(bytes)")
+
+        // The second utterance starts as the first answer begins: that answer is cancelled, the
+        // second one completes, and the learner's turns are both heard.
+        let interrupted = try #require(two["events"] as? [[String: Any]])
+        let statuses = of("response.done", in: interrupted).compactMap { $0["status"] as? String }
+        #expect(statuses == ["cancelled", "completed"], "\(interrupted)")
+        #expect(of("input_audio_buffer.speech_started", in: interrupted).count == 2)
+    }
+
+    @Test(.enabled(if: openAISDK, "needs the openai Python package (make setup installs it)"))
+    func brokenClientEventsGetErrorEventsAndTheSessionGoesOn() throws {
+        let codes = try servingTheTutor { port in try live(["bad", "http://127.0.0.1:\(port)/v1"]) }
+        #expect(
+            codes as? [String] == [
+                "session.created", "invalid_json", "invalid_event", "invalid_event", "invalid_base64", "invalid_audio",
+                "unsupported_audio_format", "input_audio_buffer_commit_empty", "input_audio_buffer.cleared",
+            ])
+    }
+}
