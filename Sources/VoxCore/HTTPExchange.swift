@@ -61,6 +61,17 @@ public struct SpeechRequest: Sendable, Equatable {
     @TaskLocal public static var current: SpeechRequest?
 }
 
+/// What a served request asks of the recogniser, over the spec's settings (a live session's
+/// `language`); read by the transcription providers that can honour it (whisper).
+public struct TranscriptionRequest: Sendable, Equatable {
+    /// The language of the speech (ISO-639-1, as whisper names them); nil: the spec's.
+    public var language: String?
+
+    public init(language: String? = nil) { self.language = language }
+
+    @TaskLocal public static var current: TranscriptionRequest?
+}
+
 /// Performs one exchange: gives the server's response (any status), or throws for a connection
 /// that failed or timed out (`HTTPError` with `.connection` / `.timeout` in VoxHTTP's transport).
 public protocol HTTPTransport: Sendable {

@@ -283,18 +283,24 @@ public struct RequestOverrides: Sendable, Equatable {
     public var speech: SpeechRequest?
     /// Sent by the item's HTTP providers instead of their own key; never logged or recorded.
     public var apiKey: String?
+    /// The language asked for; nil: the spec's.
+    public var transcription: TranscriptionRequest?
 
-    public init(speech: SpeechRequest? = nil, apiKey: String? = nil) {
+    public init(speech: SpeechRequest? = nil, apiKey: String? = nil, transcription: TranscriptionRequest? = nil) {
         self.speech = speech
         self.apiKey = apiKey
+        self.transcription = transcription
     }
 
     /// Runs `body` with these overrides where the providers read them (`SpeechRequest.current`,
+    /// `TranscriptionRequest.current`,
     /// `ClientCredentials.apiKey`): the runner does this for an item's stages, and nothing else
     /// sets them.
     public func applied<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
         try await ClientCredentials.$apiKey.withValue(apiKey) {
-            try await SpeechRequest.$current.withValue(speech) { try await body() }
+            try await SpeechRequest.$current.withValue(speech) {
+                try await TranscriptionRequest.$current.withValue(transcription) { try await body() }
+            }
         }
     }
 }

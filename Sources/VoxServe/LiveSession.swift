@@ -85,6 +85,11 @@ actor LiveSession {
         self.send = send
     }
 
+    /// Two or three lowercase letters (whisper's language names).
+    static func isLanguageCode(_ code: String) -> Bool {
+        (2...3).contains(code.count) && code.allSatisfy { $0.isASCII && $0.isLowercase }
+    }
+
     static func randomID() -> String {
         (0..<12).map { _ in String("0123456789abcdefghijklmnopqrstuvwxyz".randomElement()!) }.joined()
     }
@@ -264,8 +269,15 @@ actor LiveSession {
                 newDetection = settings
             }
         }
-        if let transcription = input["transcription"]?.objectValue, let language = transcription["language"] {
-            self.language = language.stringValue
+        var language = self.language
+        if let transcription = input["transcription"]?.objectValue, let asked = transcription["language"] {
+            guard asked == .null || asked.stringValue.map(Self.isLanguageCode) == true else {
+                return refuse(
+                    "invalid_value",
+                    "session.audio.input.transcription.language: an ISO-639-1 code such as en, or null",
+                    param: "session.audio.input.transcription.language", clientEvent: eventID)
+            }
+            language = asked.stringValue
         }
         if kind == .realtime, let output = audio["output"]?.objectValue {
             if let format = output["format"]?.objectValue {
@@ -281,6 +293,7 @@ actor LiveSession {
             }
             if let voice = output["voice"]?.stringValue { self.voice = voice }
         }
+        self.language = language
         if rate != inputRate {
             inputRate = rate
             converter = nil
@@ -434,6 +447,7 @@ actor LiveSession {
         case .realtime:
             let responseID = "resp_" + Self.randomID()
             let overrides = SpeechRequest(voice: voice, speed: nil)
+            let language = language
             let outputRate = outputRate
             let conversation = conversation
             task = Task {
@@ -441,6 +455,7 @@ actor LiveSession {
                 guard !Task.isCancelled else { return }
                 await Self.respond(
                     to: clip, item: item, responseID: responseID, session: session, speech: overrides,
+                    language: language,
                     outputRate: outputRate, conversation: conversation, environment: environment, send: send)
             }
             responding = (responseID, task)
@@ -479,7 +494,9 @@ actor LiveSession {
             let upload = try await store(clip, pipeline: pipeline)
             defer { try? FileManager.default.removeItem(at: upload) }
             let answer = try await environment.runTurn(session) { overrides in
-                try await pipeline.transcribe(audioFile: upload, chunking: .wholeClip, overrides: overrides) {
+                var overrides = overrides
+                if let language { overrides.transcription = TranscriptionRequest(language: language) }
+                return try await pipeline.transcribe(audioFile: upload, chunking: .wholeClip, overrides: overrides) {
                     transcript in
                     let said = transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)
                     guard !said.isEmpty else { return }
@@ -515,7 +532,7 @@ actor LiveSession {
     static func newEvent() -> String { "event_" + randomID() }
 
     private static func respond(
-        to clip: [Float], item: String, responseID: String, session: String, speech: SpeechRequest,
+        to clip: [Float], item: String, responseID: String, session: String, speech: SpeechRequest, language: String?,
         outputRate: Int, conversation: Conversation, environment: Environment,
         send: @escaping @Sendable (JSONValue) -> Void
     ) async {
@@ -551,6 +568,7 @@ actor LiveSession {
             let answer = try await environment.runTurn(session) { overrides in
                 var overrides = overrides
                 if speech.voice != nil { overrides.speech = speech }
+                if let language { overrides.transcription = TranscriptionRequest(language: language) }
                 return try await pipeline.answer(audioFile: upload, conversation: conversation, overrides: overrides) {
                     payload in
                     guard !Task.isCancelled else { return }

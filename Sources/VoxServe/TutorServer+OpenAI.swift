@@ -113,13 +113,16 @@ extension TutorServer {
             removeUpload()
             throw error
         }
+        // `language` over the spec's (whisper honours it; an unknown code fails the turn, 422).
+        let language = field("language").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .flatMap { $0.isEmpty ? nil : TranscriptionRequest(language: $0) }
         if field("stream") == "true" {
             place?.keep()
             let logprobs = parts.contains {
                 $0.name == "include[]" && String(decoding: $0.data, as: UTF8.self) == "logprobs"
             }
             return streamedTranscription(
-                upload: upload, pipeline: pipeline, logprobs: logprobs, connection: connection
+                upload: upload, pipeline: pipeline, language: language, logprobs: logprobs, connection: connection
             ) {
                 removeUpload()
                 place?.release()
@@ -130,7 +133,9 @@ extension TutorServer {
         let answer = try await runPipeline(
             upload: upload, order: "openai-\(UUID().uuidString)", call: OpenAICall(connection: connection)
         ) {
-            try await pipeline.transcribe(audioFile: upload, chunking: .wholeClip, overrides: $0)
+            var overrides = $0
+            overrides.transcription = language
+            return try await pipeline.transcribe(audioFile: upload, chunking: .wholeClip, overrides: overrides)
         }
         let transcripts = answer.transcripts.filter { !$0.text.allSatisfy(\.isWhitespace) }
         switch format {
@@ -179,7 +184,8 @@ extension TutorServer {
     /// text (the deltas joined) and `usage` (the audio's seconds). A failure after the events have
     /// begun is an `error` event. `finished` runs when the last event is sent or the client goes.
     func streamedTranscription(
-        upload: URL, pipeline: TutorPipeline, logprobs: Bool, connection: (any Channel)?,
+        upload: URL, pipeline: TutorPipeline, language: TranscriptionRequest?, logprobs: Bool,
+        connection: (any Channel)?,
         finished: @escaping @Sendable () -> Void
     ) -> Response {
         let (events, continuation) = AsyncStream<ByteBuffer>.makeStream()
@@ -198,7 +204,11 @@ extension TutorServer {
                 let answer = try await runPipeline(
                     upload: upload, order: "openai-\(UUID().uuidString)", call: OpenAICall(connection: connection)
                 ) { overrides in
-                    try await pipeline.transcribe(audioFile: upload, chunking: .asSpecified, overrides: overrides) {
+                    var overrides = overrides
+                    overrides.transcription = language
+                    return try await pipeline.transcribe(
+                        audioFile: upload, chunking: .asSpecified, overrides: overrides
+                    ) {
                         transcript in
                         let said = transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)
                         guard !said.isEmpty else { return }

@@ -305,14 +305,22 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
         /// was rejected, and its text would lead the chunk astray.
         var forgetPreviousText = false
 
+        /// A served request's language, when it asked for one.
+        let requested: String?
+
         init(provider: WhisperProvider, decoder: WhisperEngine.Decoder) {
             self.provider = provider
             self.decoder = decoder
-            language = provider.settings.language
+            requested = TranscriptionRequest.current?.language?.lowercased()
+            language = requested ?? provider.settings.language
         }
 
         func transcribe(_ chunk: AudioChunk) async throws -> Transcript {
             try Self.checkFormat(chunk)
+            if let requested, !WhisperEngine.knowsLanguage(requested) {
+                throw TranscribeError(
+                    .decodeFailed, "whisper does not know the language \"\(requested)\" (an ISO-639-1 code such as de)")
+            }
             // Pure digital silence: nothing to hear, and Whisper would invent a "you" or a "Thank you."
             guard !Self.isSilent(chunk) else { return transcript(chunk, segments: [], detected: nil) }
             let decoded = try await decode(chunk.samples, forgetPreviousText: forgetPreviousText)

@@ -3,10 +3,11 @@
 Usage:
   live.py stream BASE_URL CLIP
       client.audio.transcriptions.create(stream=True): prints {"types", "deltas", "done", "usage"}.
-  live.py transcribe BASE_URL RATE PAUSE_MS CHUNK_MS WAV [WAV ...]
-      a transcription session (intent=transcription, server VAD): each WAV (16-bit mono at RATE) is
-      sent at real-time pace in CHUNK_MS appends, with PAUSE_MS of silence after each; prints the
-      server events (type, item_id, audio_start_ms, audio_end_ms, transcript) in order.
+  live.py transcribe BASE_URL RATE PAUSE_MS CHUNK_MS LANGUAGE WAV [WAV ...]
+      a transcription session (intent=transcription, server VAD, LANGUAGE or "-" for the spec's):
+      each WAV (16-bit mono at RATE) is sent at real-time pace in CHUNK_MS appends, with PAUSE_MS
+      of silence after each; prints the server events (type, item_id, audio_start_ms,
+      audio_end_ms, transcript) in order.
   live.py converse BASE_URL RATE WAV [WAV]
       a conversation session: the first WAV is a turn; with a second, it is sent as soon as the
       tutor's answer has begun (an interruption); prints the events and the audio bytes received.
@@ -67,7 +68,7 @@ async def send_audio(connection, audio, rate, chunk_ms, pace=True):
             await asyncio.sleep(chunk_ms / 1000)
 
 
-async def transcribe(base, rate, pause_ms, chunk_ms, wavs):
+async def transcribe(base, rate, pause_ms, chunk_ms, language, wavs):
     client = AsyncOpenAI(base_url=base, api_key="sk-unused", max_retries=0)
     events = []
     async with client.realtime.connect(model="whisper-1", extra_query={"intent": "transcription"}) as connection:
@@ -75,6 +76,7 @@ async def transcribe(base, rate, pause_ms, chunk_ms, wavs):
             "type": "transcription",
             "audio": {"input": {
                 "format": {"type": "audio/pcm", "rate": rate},
+                "transcription": {"model": "whisper-1", "language": None if language == "-" else language},
                 "turn_detection": {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
                                    "silence_duration_ms": 500},
             }},
@@ -154,7 +156,8 @@ mode = sys.argv[1]
 if mode == "stream":
     stream(sys.argv[2], sys.argv[3])
 elif mode == "transcribe":
-    asyncio.run(transcribe(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:]))
+    asyncio.run(transcribe(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6],
+                           sys.argv[7:]))
 elif mode == "converse":
     asyncio.run(converse(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
 elif mode == "bad":
