@@ -15,7 +15,8 @@ import Testing
 
     @Test func aTurnStartsAtItsFirstSpeechWindowLessThePaddingAndEndsAfterTheSilence() {
         // 10 quiet windows, 20 of speech, then quiet: 500 ms of silence is 15.6 windows (16).
-        let probabilities = Array(repeating: 0.05, count: 10) + Array(repeating: 0.9, count: 20)
+        let probabilities =
+            Array(repeating: 0.05, count: 10) + Array(repeating: 0.9, count: 20)
             + Array(repeating: 0.05, count: 30)
         let changes = turns(probabilities)
         // Speech from sample 5120; 300 ms of padding is 4800 samples.
@@ -28,13 +29,15 @@ import Testing
 
     @Test func aShortPauseInsideATurnDoesNotEndItAndHysteresisKeepsWeakSpeech() {
         // Speech, 10 windows (320 ms) of quiet, speech at 0.4 (under the threshold, above 0.35).
-        let probabilities = Array(repeating: 0.9, count: 10) + Array(repeating: 0.0, count: 10)
+        let probabilities =
+            Array(repeating: 0.9, count: 10) + Array(repeating: 0.0, count: 10)
             + Array(repeating: 0.4, count: 10) + Array(repeating: 0.0, count: 20)
         #expect(turns(probabilities) == [.started(sample: 0), .stopped(sample: 46 * 512)])
     }
 
     @Test func theSettingsChangeWhereTurnsStartAndEnd() {
-        let probabilities = Array(repeating: 0.0, count: 40) + Array(repeating: 0.7, count: 5)
+        let probabilities =
+            Array(repeating: 0.0, count: 40) + Array(repeating: 0.7, count: 5)
             + Array(repeating: 0.0, count: 40)
         // A threshold above the speech: no turn at all.
         #expect(turns(probabilities, .init(threshold: 0.8)).isEmpty)
