@@ -96,8 +96,8 @@ extension ServeCommandTests {
         let reference = try String(contentsOf: Self.librivox.appendingPathComponent("transcription"), encoding: .utf8)
         for (turn, name) in zip(completed.compactMap { $0["transcript"] as? String }, ["0870", "0880", "0890"]) {
             let said = try #require(reference.split(separator: "\n").first { $0.contains("-\(name))") })
-            let words = said.replacingOccurrences(of: "<s>", with: "").replacingOccurrences(of: "</s>", with: "")
-                .split(separator: "(").first.map(String.init) ?? ""
+            let marked = said.split(separator: "(").first.map(String.init) ?? ""
+            let words = marked.replacingOccurrences(of: "<s>", with: "").replacingOccurrences(of: "</s>", with: "")
             #expect(wordErrorRate(reference: words, hypothesis: turn) < 0.25, "\(turn) | \(words)")
         }
         // The words of each turn are those the REST route gives for its file, but for at most one.
