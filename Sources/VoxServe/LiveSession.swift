@@ -37,6 +37,8 @@ actor LiveSession {
         let maxBufferSeconds: Double
         /// Runs a turn's work as serve runs a request's: in its session's order, in a slot, within
         /// the timeout; failures as `ServeError`s.
+        /// Counts an answer's ending (completed, cancelled, failed).
+        let answered: @Sendable (String) -> Void
         let runTurn:
             @Sendable (
                 _ session: String, _ work: @escaping @Sendable (RequestOverrides) async throws -> TutorPipeline.Answer
@@ -618,13 +620,16 @@ actor LiveSession {
                         "transcript": .string(answer.reply),
                     ]) { $1 }))
             send(response("completed", transcript: answer.reply))
+            environment.answered("completed")
         } catch {
             if Task.isCancelled || error is CancellationError {
                 send(response("cancelled", transcript: said.text))
+                environment.answered("cancelled")
             } else {
                 let failure = ServeError.from(error)
                 send(TutorServer.errorEvent(failure, eventID: nil))
                 send(response("failed", transcript: said.text))
+                environment.answered("failed")
             }
         }
     }

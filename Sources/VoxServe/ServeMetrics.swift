@@ -18,11 +18,16 @@ final class ServeMetrics: Sendable {
         var latency: [String: Latency] = [:]
         var failures: [String: Int] = [:]
         var inFlight = 0
+        /// Live sessions' answers by how they ended (completed, cancelled, failed).
+        var liveResponses: [String: Int] = [:]
     }
 
     private let counters = Mutex(Counters())
 
     func started() { counters.withLock { $0.inFlight += 1 } }
+
+    /// A live session's answer ended with `status`.
+    func liveResponse(_ status: String) { counters.withLock { $0.liveResponses[status, default: 0] += 1 } }
 
     /// One request answered: its route, status, seconds taken, and the failure's reason.
     func finished(route: String, status: Int, seconds: Double, failure: String?) {
@@ -67,6 +72,10 @@ final class ServeMetrics: Sendable {
             header("voxpipe_serve_failures_total", "counter", "Requests answered with an error, by reason.")
             for (reason, n) in c.failures.sorted(by: { $0.key < $1.key }) {
                 lines.append("voxpipe_serve_failures_total{reason=\"\(reason)\"} \(n)")
+            }
+            header("voxpipe_serve_live_responses_total", "counter", "Live sessions' answers, by how they ended.")
+            for (status, n) in c.liveResponses.sorted(by: { $0.key < $1.key }) {
+                lines.append("voxpipe_serve_live_responses_total{status=\"\(status)\"} \(n)")
             }
             return lines.joined(separator: "\n") + "\n"
         }

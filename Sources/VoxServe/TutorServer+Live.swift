@@ -62,7 +62,7 @@ extension TutorServer {
     var liveEnvironment: LiveSession.Environment {
         LiveSession.Environment(
             pipeline: pipeline, vadModel: vadModel, rateConversion: pipeline.rateConversion,
-            maxBufferSeconds: settings.maxClipSeconds
+            maxBufferSeconds: settings.maxClipSeconds, answered: { self.metrics.liveResponse($0) }
         ) { session, work in
             try await self.runPipeline(upload: nil, order: "live-\(session)", call: OpenAICall(connection: nil), work)
         }

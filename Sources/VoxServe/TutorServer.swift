@@ -204,7 +204,7 @@ public final class TutorServer: Sendable {
         rules.answers = { path in
             switch path {
             case "/healthz": ("application/json", health)
-            case "/metrics": ("text/plain; version=0.0.4", ByteBuffer(string: self.metrics.render()))
+            case "/metrics": ("text/plain; version=0.0.4", ByteBuffer(string: self.renderedMetrics))
             default: nil
             }
         }
@@ -254,7 +254,25 @@ public final class TutorServer: Sendable {
     func metricsResponse() -> Response {
         Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-            body: .init(byteBuffer: ByteBuffer(string: metrics.render())))
+            body: .init(byteBuffer: ByteBuffer(string: renderedMetrics)))
+    }
+
+    /// The request metrics, and the gauges of what runs now: turns running and waiting, live sessions.
+    var renderedMetrics: String {
+        let turns = scheduler.counts
+        return metrics.render()
+            + """
+            # HELP voxpipe_serve_turns_running Turns running the pipeline now.
+            # TYPE voxpipe_serve_turns_running gauge
+            voxpipe_serve_turns_running \(turns.running)
+            # HELP voxpipe_serve_turns_waiting Turns waiting for a slot.
+            # TYPE voxpipe_serve_turns_waiting gauge
+            voxpipe_serve_turns_waiting \(turns.waiting)
+            # HELP voxpipe_serve_live_sessions Live sessions open (/v1/realtime).
+            # TYPE voxpipe_serve_live_sessions gauge
+            voxpipe_serve_live_sessions \(liveSessions.count)
+
+            """
     }
 
     // MARK: routes

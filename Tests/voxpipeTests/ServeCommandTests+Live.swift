@@ -151,4 +151,35 @@ extension ServeCommandTests {
                 "unsupported_audio_format", "input_audio_buffer_commit_empty", "input_audio_buffer.cleared",
             ])
     }
+
+    @Test(.enabled(if: openAISDK, "needs the openai Python package (make setup installs it)"))
+    func liveSessionsAreKeyedBoundedClosedWhenIdleAndStopWhenTheClientGoes() throws {
+        let dir = temporaryDirectory()
+        let keys = dir.appendingPathComponent("keys")
+        try "sk-live-test\n".write(to: keys, atomically: true, encoding: .utf8)
+        let clip = dir.appendingPathComponent("turn.wav").path
+        try runTool("ffmpeg", ["-v", "error", "-i", germanClip.path, "-ac", "1", "-ar", "16000", clip])
+        let (server, port) = try serve([
+            lessonTutor.path, "--api-key-file", keys.path, "--max-live-sessions", "1", "--live-idle-timeout", "2",
+        ])
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        let got = try #require(
+            try live(["limits", "http://127.0.0.1:\(port)/v1", "sk-live-test", clip]) as? [String: Any])
+        // A wrong key: an error event, then a close (policy violation).
+        #expect(got["wrong_key"] as? [AnyHashable] == ["invalid_api_key", 1008], "\(got)")
+        // One place: a second session is refused with an error event and a close (try again later).
+        #expect(got["first"] as? String == "session.created")
+        #expect(got["second"] as? [AnyHashable] == ["session_limit_reached", 1013], "\(got)")
+        // The client left as its answer began: its answer was cancelled, not finished for nobody,
+        // no turn runs and its place is free again.
+        let after = try #require(got["after_leaving"] as? [String: Double])
+        #expect(after["voxpipe_serve_turns_running"] == 0 && after["voxpipe_serve_live_sessions"] == 0, "\(after)")
+        #expect(after["voxpipe_serve_live_responses_total{status=\"cancelled\"}"] == 1, "\(after)")
+        #expect(after["voxpipe_serve_live_responses_total{status=\"completed\"}"] == nil, "\(after)")
+        // A session with no client event for 2 s: an error event, then a close (going away).
+        #expect(got["idle"] as? [AnyHashable] == ["session.created", "session_idle_timeout", 1001], "\(got)")
+    }
 }

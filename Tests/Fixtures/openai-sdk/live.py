@@ -13,6 +13,10 @@ Usage:
       tutor's answer has begun (an interruption); prints the events and the audio bytes received.
   live.py bad BASE_URL
       sends what a broken client sends and prints the error codes that came back.
+  live.py limits BASE_URL KEY WAV
+      against a server with --max-live-sessions 1 and a short --live-idle-timeout, keyed KEY: a
+      wrong key, a second session while one is open, a client that leaves as its answer begins
+      (then /metrics until nothing runs), and an idle session; prints what each got.
 All times go by the server's events; nothing waits a fixed time for the server.
 """
 import asyncio
@@ -152,6 +156,62 @@ async def bad(base):
     print(json.dumps(codes))
 
 
+async def until_close(url, key):
+    """What a connection that sends nothing gets: its events (type, or error code) and the close code."""
+    import websockets
+    got = []
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
+        try:
+            while True:
+                event = json.loads(await ws.recv())
+                got.append(event["error"]["code"] if event["type"] == "error" else event["type"])
+        except websockets.ConnectionClosed as closed:
+            return got + [closed.rcvd.code if closed.rcvd else None]
+
+
+def gauges(base):
+    import urllib.request
+    text = urllib.request.urlopen(base.rsplit("/v1", 1)[0] + "/metrics").read().decode()
+    return {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
+            if line.startswith(("voxpipe_serve_turns_running ", "voxpipe_serve_live_sessions ",
+                                "voxpipe_serve_live_responses_total"))}
+
+
+async def limits(base, key, wav):
+    import time
+    import websockets
+    url = base.replace("http://", "ws://").rstrip("/") + "/realtime"
+    out = {}
+    out["wrong_key"] = await until_close(url, "sk-wrong")
+
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as a:
+        out["first"] = json.loads(await a.recv())["type"]
+        out["second"] = await until_close(url, key)
+        audio, rate = pcm(wav)
+        await a.send(json.dumps({"type": "session.update", "session": {
+            "type": "realtime", "audio": {"input": {"format": {"type": "audio/pcm", "rate": rate}}}}}))
+        step = rate // 5 * 2
+        for start in range(0, len(audio) + rate * 2, step):
+            chunk = audio[start:start + step] or b"\0\0" * (rate // 5)
+            await a.send(json.dumps({"type": "input_audio_buffer.append",
+                                     "audio": base64.b64encode(chunk).decode()}))
+        while json.loads(await a.recv())["type"] != "response.created":
+            pass
+    # The client has gone as its answer began: nothing of it may keep running.
+    left = time.monotonic()
+    while True:
+        now = gauges(base)
+        ended = sum(v for k, v in now.items() if k.startswith("voxpipe_serve_live_responses_total"))
+        if now.get("voxpipe_serve_turns_running") == 0 and now.get("voxpipe_serve_live_sessions") == 0 and ended:
+            break
+        if time.monotonic() - left > 30:
+            break
+        await asyncio.sleep(0.05)
+    out["after_leaving"] = now
+    out["idle"] = await until_close(url, key)
+    print(json.dumps(out))
+
+
 mode = sys.argv[1]
 if mode == "stream":
     stream(sys.argv[2], sys.argv[3])
@@ -162,3 +222,5 @@ elif mode == "converse":
     asyncio.run(converse(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
 elif mode == "bad":
     asyncio.run(bad(sys.argv[2]))
+elif mode == "limits":
+    asyncio.run(limits(sys.argv[2], sys.argv[3], sys.argv[4]))
