@@ -469,3 +469,6 @@ BENCH_BIN=$BIN bench/tts.sh
 
 # --- a 10-minute recording with pauses through Pipelines/transcribe.json vs faster-whisper (issue 38)
 BENCH_BIN=$BIN BENCH_CT2=$CT2 bench/pauses.sh
+
+# --- live sessions: /v1/realtime latencies, 4 sessions at once, beside CPU hogs (issue 39) ----
+BENCH_BIN=$BIN bench/live.sh
