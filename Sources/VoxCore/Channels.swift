@@ -68,11 +68,13 @@ public struct Outbox<Output: Payload>: Sendable {
         self.sink = sink
     }
 
-    /// Sends one value downstream; throws `CancellationError` when the item was abandoned.
+    /// Sends one value downstream; throws `CancellationError` when the item was abandoned. The
+    /// sink sees it first, so what it collects comes in the order it was made (a transcript
+    /// before the reply to it).
     public func send(_ value: Output) async throws {
         try Task.checkCancellation()
-        for channel in channels { await channel.send(value) }
         sink?.collect(value)
+        for channel in channels { await channel.send(value) }
         try Task.checkCancellation()
     }
 }

@@ -130,6 +130,11 @@ extension ServeCommandTests {
         let said = of("response.output_audio_transcript.done", in: events).first?["transcript"] as? String
         #expect(said == turn["reply"] as? String, "\(events)")
         #expect(of("response.done", in: events).first?["status"] as? String == "completed")
+        // What was heard comes before the answer to it.
+        let types = events.compactMap { $0["type"] as? String }
+        let heardAt = types.firstIndex(of: "conversation.item.input_audio_transcription.completed")
+        let answerAt = types.firstIndex(of: "response.output_audio_transcript.delta")
+        #expect(heardAt != nil && answerAt != nil && heardAt! < answerAt!, "\(types)")
         // Speech that decodes: whole 16-bit samples, more than a second at 24 kHz.
         let bytes = one["audio_bytes"] as? Int ?? 0
         #expect(bytes > 48000 && bytes % 2 == 0, "\(bytes)")
