@@ -77,6 +77,10 @@ actor LiveSession {
     /// The turns, each after the one before.
     private var lastTurn: Task<Void, Never>?
     private var responding: (id: String, task: Task<Void, Never>)?
+    /// A transcription begun when the speech paused, in case the turn ends there: its audio ends
+    /// where the speech did, as the turn's will if no speech comes back before the silence is
+    /// long enough. Dropped when speech comes back.
+    private var guess: (speechEnd: Int, task: Task<TutorPipeline.Answer, any Error>)?
     private var turns: [Task<Void, Never>] = []
     private let conversation = Conversation()
 
@@ -181,6 +185,7 @@ actor LiveSession {
             buffer = []
             bufferStart = received
             detector.reset()
+            dropGuess()
             speechItem = nil
             send(["type": "input_audio_buffer.cleared", "event_id": event()])
         case "response.cancel":
@@ -344,7 +349,7 @@ actor LiveSession {
         pending += samples
         detect()
         // A turn that reaches the limit ends there.
-        if detector.speaking, buffer.count >= limit { endTurn(at: received) }
+        if detector.speaking, buffer.count >= limit { endTurn(at: received, speechEnd: received) }
     }
 
     /// Runs the VAD over the whole windows that have come, and acts on the turns it finds.
@@ -374,8 +379,12 @@ actor LiveSession {
                 ])
                 // The learner speaks: the tutor stops.
                 responding?.task.cancel()
-            case .stopped(let sample):
-                endTurn(at: sample)
+            case .stopped(let sample, let speechEnd):
+                endTurn(at: sample, speechEnd: speechEnd)
+            case .paused(let speechEnd):
+                guess(upTo: speechEnd)
+            case .resumed:
+                dropGuess()
             case nil:
                 break
             }
@@ -391,20 +400,45 @@ actor LiveSession {
         }
     }
 
-    /// The VAD's turn ends at session sample `end`.
-    private func endTurn(at end: Int) {
+    /// The turn's audio: from its start (the padding included) to where its speech ended.
+    private func turnClip(upTo speechEnd: Int) -> [Float] {
+        let from = max(0, detector.turnStart - bufferStart), to = min(buffer.count, speechEnd - bufferStart)
+        return from < to ? Array(buffer[from..<to]) : []
+    }
+
+    /// The speech paused at `speechEnd`: a transcription session transcribes the turn so far,
+    /// before the silence is long enough to end it (the turn's text, when it ends there, is
+    /// ready that much sooner; it is the same text either way).
+    private func guess(upTo speechEnd: Int) {
+        dropGuess()
+        guard kind == .transcription else { return }
+        let clip = turnClip(upTo: speechEnd)
+        let (session, language, environment) = (id, language, environment)
+        guess = (speechEnd, Task { try await Self.recognise(clip, session: session, language: language, environment) })
+    }
+
+    private func dropGuess() {
+        guess?.task.cancel()
+        guess = nil
+    }
+
+    /// The VAD's turn ends at session sample `end`; its speech ended at `speechEnd`.
+    private func endTurn(at end: Int, speechEnd: Int) {
         let item = speechItem ?? "item_" + Self.randomID()
         speechItem = nil
-        detector.reset()
         send([
             "type": "input_audio_buffer.speech_stopped", "event_id": event(), "item_id": .string(item),
             "audio_end_ms": .number(Double(end * 1000 / Self.rate)),
         ])
-        let from = max(0, detector.turnStart - bufferStart), to = min(buffer.count, end - bufferStart)
-        let clip = from < to ? Array(buffer[from..<to]) : []
-        buffer.removeFirst(max(0, to))
-        bufferStart += max(0, to)
-        commit(clip, item: item)
+        let clip = turnClip(upTo: speechEnd)
+        let made = guess?.speechEnd == speechEnd ? guess?.task : nil
+        if made == nil { dropGuess() }
+        guess = nil
+        detector.reset()
+        let to = min(buffer.count, max(0, end - bufferStart))
+        buffer.removeFirst(to)
+        bufferStart += to
+        commit(clip, item: item, recognised: made)
     }
 
     private func commitByClient(eventID: String?) {
@@ -420,6 +454,7 @@ actor LiveSession {
         buffer = []
         pending = []
         detector.reset()
+        dropGuess()
         let item = speechItem ?? "item_" + Self.randomID()
         speechItem = nil
         commit(clip, item: item)
@@ -427,7 +462,7 @@ actor LiveSession {
 
     // MARK: turns
 
-    private func commit(_ clip: [Float], item: String) {
+    private func commit(_ clip: [Float], item: String, recognised: Task<TutorPipeline.Answer, any Error>? = nil) {
         send([
             "type": "input_audio_buffer.committed", "event_id": event(), "item_id": .string(item),
             "previous_item_id": previousItem.map(JSONValue.string) ?? .null,
@@ -441,10 +476,15 @@ actor LiveSession {
         switch kind {
         case .transcription:
             let language = language
+            let recognition =
+                recognised ?? Task { try await Self.recognise(clip, session: session, language: language, environment) }
             task = Task {
-                await before?.value
-                await Self.transcribe(
-                    clip, item: item, session: session, language: language, environment: environment, send: send)
+                await withTaskCancellationHandler {
+                    await before?.value
+                    await Self.transcribed(recognition, clip: clip, item: item, send: send)
+                } onCancel: {
+                    recognition.cancel()
+                }
             }
         case .realtime:
             let responseID = "resp_" + Self.randomID()
@@ -477,6 +517,7 @@ actor LiveSession {
 
     /// The client has gone: nothing more runs for it.
     func end() {
+        dropGuess()
         for turn in turns { turn.cancel() }
         responding?.task.cancel()
     }
@@ -487,26 +528,32 @@ actor LiveSession {
         return try await pipeline.store(upload: data, ext: "wav").url
     }
 
-    private static func transcribe(
-        _ clip: [Float], item: String, session: String, language: String?, environment: Environment,
+    /// Transcribes a turn's clip with the stages up to transcribe (the clip whole, as a REST turn).
+    private static func recognise(
+        _ clip: [Float], session: String, language: String?, _ environment: Environment
+    ) async throws -> TutorPipeline.Answer {
+        let pipeline = environment.pipeline
+        let upload = try await store(clip, pipeline: pipeline)
+        defer { try? FileManager.default.removeItem(at: upload) }
+        return try await environment.runTurn(session) { overrides in
+            var overrides = overrides
+            if let language { overrides.transcription = TranscriptionRequest(language: language) }
+            return try await pipeline.transcribe(audioFile: upload, chunking: .wholeClip, overrides: overrides)
+        }
+    }
+
+    /// Sends a committed turn's transcription: its text as a delta, then `completed` (or `failed`).
+    private static func transcribed(
+        _ recognition: Task<TutorPipeline.Answer, any Error>, clip: [Float], item: String,
         send: @escaping @Sendable (JSONValue) -> Void
     ) async {
-        let pipeline = environment.pipeline
         do {
-            let upload = try await store(clip, pipeline: pipeline)
-            defer { try? FileManager.default.removeItem(at: upload) }
-            let answer = try await environment.runTurn(session) { overrides in
-                var overrides = overrides
-                if let language { overrides.transcription = TranscriptionRequest(language: language) }
-                return try await pipeline.transcribe(audioFile: upload, chunking: .wholeClip, overrides: overrides) {
-                    transcript in
-                    let said = transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)
-                    guard !said.isEmpty else { return }
-                    send([
-                        "type": "conversation.item.input_audio_transcription.delta", "event_id": .string(newEvent()),
-                        "item_id": .string(item), "content_index": 0, "delta": .string(said),
-                    ])
-                }
+            let answer = try await recognition.value
+            if !answer.transcription.isEmpty {
+                send([
+                    "type": "conversation.item.input_audio_transcription.delta", "event_id": .string(newEvent()),
+                    "item_id": .string(item), "content_index": 0, "delta": .string(answer.transcription),
+                ])
             }
             send([
                 "type": "conversation.item.input_audio_transcription.completed", "event_id": .string(newEvent()),

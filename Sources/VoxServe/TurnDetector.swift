@@ -17,8 +17,13 @@ struct TurnDetector: Sendable, Equatable {
     enum Change: Sendable, Equatable {
         /// Speech began; the turn's audio starts at `sample` (16 kHz, counted from the session's start).
         case started(sample: Int)
-        /// The turn ended at `sample` (the silence window included).
-        case stopped(sample: Int)
+        /// The turn ended at `sample` (the silence window included); its speech ended at `speechEnd`.
+        case stopped(sample: Int, speechEnd: Int)
+        /// The speech has paused for `pauseMs` (a turn may be ending there: its audio up to
+        /// `speechEnd` can be transcribed ahead, as a guess).
+        case paused(speechEnd: Int)
+        /// Speech came back after a pause: the guess is wrong.
+        case resumed
     }
 
     static let sampleRate = 16000
@@ -31,12 +36,17 @@ struct TurnDetector: Sendable, Equatable {
     /// Where the turn's audio starts (the padding included).
     private(set) var turnStart = 0
     /// The end of the last window that was speech.
-    private var lastSpeech = 0
+    private(set) var lastSpeech = 0
+    /// A pause was announced since the last speech.
+    private var pauseAnnounced = false
 
     init(settings: Settings) { self.settings = settings }
 
     /// Once speaking, a window stays speech down to this (Silero's hysteresis: 0.15 below).
     private var continuing: Double { max(0.01, settings.threshold - 0.15) }
+
+    /// The silence after which a turn may be ending: 200 ms, or half a shorter silence window.
+    var pauseMs: Int { min(200, settings.silenceDurationMs / 2) }
 
     /// The window ending at sample `end` had speech probability `probability`.
     mutating func window(probability: Double, endingAt end: Int) -> Change? {
@@ -49,13 +59,22 @@ struct TurnDetector: Sendable, Equatable {
         }
         if probability >= continuing {
             lastSpeech = end
-            return nil
+            defer { pauseAnnounced = false }
+            return pauseAnnounced ? .resumed : nil
         }
-        guard end - lastSpeech >= settings.silenceDurationMs * Self.sampleRate / 1000 else { return nil }
-        speaking = false
-        return .stopped(sample: end)
+        if end - lastSpeech >= settings.silenceDurationMs * Self.sampleRate / 1000 {
+            speaking = false
+            pauseAnnounced = false
+            return .stopped(sample: end, speechEnd: lastSpeech)
+        }
+        guard !pauseAnnounced, end - lastSpeech >= pauseMs * Self.sampleRate / 1000 else { return nil }
+        pauseAnnounced = true
+        return .paused(speechEnd: lastSpeech)
     }
 
     /// The turn was committed or cleared by the client: the next speech starts a new one.
-    mutating func reset() { speaking = false }
+    mutating func reset() {
+        speaking = false
+        pauseAnnounced = false
+    }
 }

@@ -23,8 +23,10 @@ import Testing
         #expect(changes.first == .started(sample: 5120 - 4800))
         // The last speech window ends at 30 * 512; silence ends the turn 8000 samples later, at
         // the first window end from there.
-        #expect(changes.last == .stopped(sample: 46 * 512))
-        #expect(changes.count == 2)
+        #expect(changes.last == .stopped(sample: 46 * 512, speechEnd: 30 * 512))
+        // 200 ms after the speech (3200 samples: 7 windows), the pause is announced.
+        #expect(changes.dropFirst().first == .paused(speechEnd: 30 * 512))
+        #expect(changes.count == 3)
     }
 
     @Test func aShortPauseInsideATurnDoesNotEndItAndHysteresisKeepsWeakSpeech() {
@@ -32,7 +34,11 @@ import Testing
         let probabilities =
             Array(repeating: 0.9, count: 10) + Array(repeating: 0.0, count: 10)
             + Array(repeating: 0.4, count: 10) + Array(repeating: 0.0, count: 20)
-        #expect(turns(probabilities) == [.started(sample: 0), .stopped(sample: 46 * 512)])
+        #expect(
+            turns(probabilities) == [
+                .started(sample: 0), .paused(speechEnd: 10 * 512), .resumed, .paused(speechEnd: 30 * 512),
+                .stopped(sample: 46 * 512, speechEnd: 30 * 512),
+            ])
     }
 
     @Test func theSettingsChangeWhereTurnsStartAndEnd() {
@@ -43,7 +49,11 @@ import Testing
         #expect(turns(probabilities, .init(threshold: 0.8)).isEmpty)
         // No padding, 200 ms of silence (7 windows, 3200 samples: the turn ends 7 windows on).
         let tight = turns(probabilities, .init(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 200))
-        #expect(tight == [.started(sample: 40 * 512), .stopped(sample: 52 * 512)])
+        #expect(
+            tight == [
+                .started(sample: 40 * 512), .paused(speechEnd: 45 * 512),
+                .stopped(sample: 52 * 512, speechEnd: 45 * 512),
+            ])
         // Padding is cut at the session's start.
         #expect(turns([0.9, 0.0], .init(prefixPaddingMs: 1000)).first == .started(sample: 0))
     }
@@ -52,10 +62,15 @@ import Testing
         // Four stretches of 800 ms of speech with 800 ms of quiet before each and after the last.
         let probabilities = (0..<225).map { i in (i / 25) % 2 == 1 ? 0.9 : 0.1 }
         let whole = turns(probabilities)
-        #expect(whole.count == 8)
+        #expect(whole.count == 12)
         #expect(
             whole.enumerated().allSatisfy { i, change in
-                if case .started = change { i % 2 == 0 } else { i % 2 == 1 }
+                switch change {
+                case .started: i % 3 == 0
+                case .paused: i % 3 == 1
+                case .stopped: i % 3 == 2
+                case .resumed: false
+                }
             })
     }
 }
