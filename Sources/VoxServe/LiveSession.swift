@@ -406,12 +406,12 @@ actor LiveSession {
         return from < to ? Array(buffer[from..<to]) : []
     }
 
-    /// The speech paused at `speechEnd`: a transcription session transcribes the turn so far,
-    /// before the silence is long enough to end it (the turn's text, when it ends there, is
-    /// ready that much sooner; it is the same text either way).
+    /// The speech paused at `speechEnd`: the turn so far is transcribed before the silence is
+    /// long enough to end it (the turn's text, when it ends there, is ready that much sooner; it
+    /// is the same text either way). Nothing else runs ahead: a conversation's memory changes
+    /// only with a committed turn's answer.
     private func guess(upTo speechEnd: Int) {
         dropGuess()
-        guard kind == .transcription else { return }
         let clip = turnClip(upTo: speechEnd)
         let (session, language, environment) = (id, language, environment)
         guess = (speechEnd, Task { try await Self.recognise(clip, session: session, language: language, environment) })
@@ -492,13 +492,19 @@ actor LiveSession {
             let language = language
             let outputRate = outputRate
             let conversation = conversation
+            let recognition =
+                recognised ?? Task { try await Self.recognise(clip, session: session, language: language, environment) }
             task = Task {
-                await before?.value
-                guard !Task.isCancelled else { return }
-                await Self.respond(
-                    to: clip, item: item, responseID: responseID, session: session, speech: overrides,
-                    language: language,
-                    outputRate: outputRate, conversation: conversation, environment: environment, send: send)
+                await withTaskCancellationHandler {
+                    await before?.value
+                    guard !Task.isCancelled else { return }
+                    await Self.respond(
+                        to: recognition, clip: clip, item: item, responseID: responseID, session: session,
+                        speech: overrides, outputRate: outputRate, conversation: conversation,
+                        environment: environment, send: send)
+                } onCancel: {
+                    recognition.cancel()
+                }
             }
             responding = (responseID, task)
             Task { [weak self] in
@@ -580,10 +586,12 @@ actor LiveSession {
     /// An event id for events sent from a turn's task.
     static func newEvent() -> String { "event_" + randomID() }
 
+    /// A conversation's turn: what was heard (`recognition`), then the tutor's answer to it from
+    /// the reply stage on, its text and speech sent as they are made.
     private static func respond(
-        to clip: [Float], item: String, responseID: String, session: String, speech: SpeechRequest, language: String?,
-        outputRate: Int, conversation: Conversation, environment: Environment,
-        send: @escaping @Sendable (JSONValue) -> Void
+        to recognition: Task<TutorPipeline.Answer, any Error>, clip: [Float], item: String, responseID: String,
+        session: String, speech: SpeechRequest, outputRate: Int, conversation: Conversation,
+        environment: Environment, send: @escaping @Sendable (JSONValue) -> Void
     ) async {
         let pipeline = environment.pipeline
         let answerItem = "item_" + randomID()
@@ -612,48 +620,52 @@ actor LiveSession {
         send(response("in_progress", transcript: nil))
         let said = TextSoFar()
         do {
-            let upload = try await store(clip, pipeline: pipeline)
-            defer { try? FileManager.default.removeItem(at: upload) }
-            let answer = try await environment.runTurn(session) { overrides in
-                var overrides = overrides
-                if speech.voice != nil { overrides.speech = speech }
-                if let language { overrides.transcription = TranscriptionRequest(language: language) }
-                return try await pipeline.answer(audioFile: upload, conversation: conversation, overrides: overrides) {
-                    payload in
-                    guard !Task.isCancelled else { return }
-                    switch payload {
-                    case let transcript as Transcript:
-                        send([
-                            "type": "conversation.item.input_audio_transcription.completed",
-                            "event_id": .string(newEvent()), "item_id": .string(item), "content_index": 0,
-                            "transcript": .string(transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)),
-                            "usage": ["type": "duration", "seconds": .number(Double(clip.count) / Double(rate))],
-                        ])
-                    case let reply as Reply:
-                        let delta = said.add(reply.text)
-                        send([
-                            "type": "response.output_audio_transcript.delta", "event_id": .string(newEvent()),
-                            "response_id": .string(responseID), "item_id": .string(answerItem), "output_index": 0,
-                            "content_index": 0, "delta": .string(delta),
-                        ])
-                    case let spoken as Speech:
-                        guard let pcm = try? pipeline.pcm16(spoken.audio, rate: outputRate) else { return }
-                        // At most a second of audio an event.
-                        let step = outputRate * 2
-                        for start in stride(from: 0, to: pcm.count, by: step) {
+            let heard = try await recognition.value
+            send([
+                "type": "conversation.item.input_audio_transcription.completed",
+                "event_id": .string(newEvent()), "item_id": .string(item), "content_index": 0,
+                "transcript": .string(heard.transcription),
+                "usage": ["type": "duration", "seconds": .number(Double(clip.count) / Double(rate))],
+            ])
+            var replies: [String] = []
+            // Nothing said, nothing answered (as a REST turn with no speech).
+            for transcript in heard.transcripts where !transcript.text.allSatisfy(\.isWhitespace) {
+                let answer = try await environment.runTurn(session) { overrides in
+                    var overrides = overrides
+                    if speech.voice != nil { overrides.speech = speech }
+                    return try await pipeline.answer(
+                        transcript: transcript, conversation: conversation, overrides: overrides
+                    ) { payload in
+                        guard !Task.isCancelled else { return }
+                        switch payload {
+                        case let reply as Reply:
+                            let delta = said.add(reply.text)
                             send([
-                                "type": "response.output_audio.delta", "event_id": .string(newEvent()),
-                                "response_id": .string(responseID), "item_id": .string(answerItem),
-                                "output_index": 0, "content_index": 0,
-                                "delta": .string(pcm[start..<min(pcm.count, start + step)].base64EncodedString()),
+                                "type": "response.output_audio_transcript.delta", "event_id": .string(newEvent()),
+                                "response_id": .string(responseID), "item_id": .string(answerItem), "output_index": 0,
+                                "content_index": 0, "delta": .string(delta),
                             ])
+                        case let spoken as Speech:
+                            guard let pcm = try? pipeline.pcm16(spoken.audio, rate: outputRate) else { return }
+                            // At most a second of audio an event.
+                            let step = outputRate * 2
+                            for start in stride(from: 0, to: pcm.count, by: step) {
+                                send([
+                                    "type": "response.output_audio.delta", "event_id": .string(newEvent()),
+                                    "response_id": .string(responseID), "item_id": .string(answerItem),
+                                    "output_index": 0, "content_index": 0,
+                                    "delta": .string(pcm[start..<min(pcm.count, start + step)].base64EncodedString()),
+                                ])
+                            }
+                        default:
+                            break
                         }
-                    default:
-                        break
                     }
                 }
+                replies.append(answer.reply)
             }
             try Task.checkCancellation()
+            let reply = replies.filter { !$0.isEmpty }.joined(separator: " ")
             let common: [String: JSONValue] = [
                 "response_id": .string(responseID), "item_id": .string(answerItem), "output_index": 0,
                 "content_index": 0,
@@ -664,9 +676,9 @@ actor LiveSession {
                 .object(
                     common.merging([
                         "type": "response.output_audio_transcript.done", "event_id": .string(newEvent()),
-                        "transcript": .string(answer.reply),
+                        "transcript": .string(reply),
                     ]) { $1 }))
-            send(response("completed", transcript: answer.reply))
+            send(response("completed", transcript: reply))
             environment.answered("completed")
         } catch {
             if Task.isCancelled || error is CancellationError {

@@ -150,8 +150,18 @@ public final class TutorPipeline: Sendable {
         let chunk = AudioChunk(
             format: AudioFormat(sampleRate: 16000, channels: 1), samples: [], start: 0, end: 0, index: 0, cut: .text)
         let transcript = Transcript(chunk: chunk, text: text, words: [], language: nil, provider: "text", model: nil)
+        return try await answer(transcript: transcript, conversation: conversation, overrides: overrides)
+    }
+
+    /// Answers what was heard (a transcript `transcribe` gave): the stages from reply on, so an
+    /// audio turn answered in two steps gets the reply it gets in one.
+    public func answer(
+        transcript: Transcript, conversation: Conversation, overrides: RequestOverrides = RequestOverrides(),
+        progress: @escaping @Sendable (any Payload) -> Void = { _ in }
+    ) async throws -> Answer {
         let item = InputFile(url: URL(fileURLWithPath: "/dev/null"), relativePath: "text", outputName: "request")
-        return try await run(item, value: transcript, at: replyID, conversation: conversation, overrides: overrides)
+        return try await run(
+            item, value: transcript, at: replyID, conversation: conversation, overrides: overrides, progress: progress)
     }
 
     /// Speaks `text` as it is: the stages from synthesize on (no reply).

@@ -187,4 +187,38 @@ extension ServeCommandTests {
         // A session with no client event for 2 s: an error event, then a close (going away).
         #expect(got["idle"] as? [AnyHashable] == ["session.created", "session_idle_timeout", 1001], "\(got)")
     }
+
+    @Test(.enabled(if: openAISDK, "needs the openai Python package (make setup installs it)"))
+    func aLiveConversationRemembersItsTurnsAsARESTSessionDoes() throws {
+        let dir = temporaryDirectory()
+        let clip = dir.appendingPathComponent("turn.wav")
+        try runTool("ffmpeg", ["-v", "error", "-i", germanClip.path, "-ac", "1", "-ar", "16000", clip.path])
+        let body = dir.appendingPathComponent("body.json")
+        try JSONSerialization.data(withJSONObject: [
+            "audio": try Data(contentsOf: clip).base64EncodedString(), "mimeType": "audio/wav",
+        ]).write(to: body)
+        let cookies = dir.appendingPathComponent("cookies").path
+        let (live, rest) = try servingTheTutor { port -> ([[String: Any]], [String]) in
+            let turns = try #require(
+                try self.live(["turns", "http://127.0.0.1:\(port)/v1", "16000", clip.path, clip.path, clip.path])
+                    as? [[String: Any]])
+            let rest = try (0..<3).map { _ in
+                let answer = try run(
+                    "/usr/bin/curl",
+                    [
+                        "-s", "-b", cookies, "-c", cookies, "-X", "POST", "-H", "Content-Type: application/json",
+                        "--data-binary", "@\(body.path)", "http://127.0.0.1:\(port)/api/agora/process-audio",
+                    ])
+                let object = try JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any]
+                return object?["reply"] as? String ?? ""
+            }
+            return (turns, rest)
+        }
+        // The tutor's memory (here: which of its answers to the same question comes next) is the
+        // session's: three live turns get the replies three REST turns of one session get.
+        let replies = live.compactMap { $0["answered"] as? String }
+        #expect(replies == rest, "\(live) | \(rest)")
+        #expect(replies.count == 3 && replies[0] != replies[1], "\(replies)")
+        #expect(live.allSatisfy { $0["status"] as? String == "completed" })
+    }
 }

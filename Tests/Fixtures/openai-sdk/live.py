@@ -11,6 +11,9 @@ Usage:
   live.py converse BASE_URL RATE WAV [WAV]
       a conversation session: the first WAV is a turn; with a second, it is sent as soon as the
       tutor's answer has begun (an interruption); prints the events and the audio bytes received.
+  live.py turns BASE_URL RATE WAV [WAV ...]
+      a conversation session: each WAV a turn, sent once the answer to the one before is done;
+      prints what was heard and answered, turn by turn.
   live.py bad BASE_URL
       sends what a broken client sends and prints the error codes that came back.
   live.py limits BASE_URL KEY WAV
@@ -136,6 +139,31 @@ async def converse(base, rate, wavs):
     print(json.dumps({"events": events, "audio_bytes": audio_bytes}))
 
 
+async def turns(base, rate, wavs):
+    client = AsyncOpenAI(base_url=base, api_key="sk-unused", max_retries=0)
+    out = []
+    async with client.realtime.connect(model="gpt-realtime") as connection:
+        await connection.session.update(session={
+            "type": "realtime",
+            "audio": {"input": {"format": {"type": "audio/pcm", "rate": rate},
+                                "turn_detection": {"type": "server_vad", "silence_duration_ms": 500}}},
+        })
+        for path in wavs:
+            audio, _ = pcm(path)
+            await send_audio(connection, audio + b"\0\0" * (rate * 800 // 1000), rate, 100, pace=False)
+            turn = {}
+            async for event in connection:
+                if event.type == "conversation.item.input_audio_transcription.completed":
+                    turn["heard"] = event.transcript
+                if event.type == "response.output_audio_transcript.done":
+                    turn["answered"] = event.transcript
+                if event.type == "response.done":
+                    turn["status"] = event.response.status
+                    break
+            out.append(turn)
+    print(json.dumps(out))
+
+
 async def bad(base):
     import websockets
     url = base.replace("http://", "ws://").rstrip("/") + "/realtime?intent=transcription"
@@ -220,6 +248,8 @@ elif mode == "transcribe":
                            sys.argv[7:]))
 elif mode == "converse":
     asyncio.run(converse(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
+elif mode == "turns":
+    asyncio.run(turns(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
 elif mode == "bad":
     asyncio.run(bad(sys.argv[2]))
 elif mode == "limits":
