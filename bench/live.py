@@ -7,11 +7,14 @@ Usage: live.py BASE_URL PID LABEL SESSIONS KIND WAV...
     (p50, p99, max), and whether it grows (the second half's p50 against the first's).
   KIND conversation: one conversation; the time from the last speech sample sent to the first
     `response.output_audio.delta`, less silence_duration_ms.
+  KIND leave: a conversation whose client leaves as the answer to its first turn begins; prints
+    the server's CPU use in each of the 3 seconds after (idle again: nothing runs for nobody).
 Prints the server's RSS (PID) before, at its peak during, and after. Figures are printed, not
 asserted; every wait follows the server's events.
 """
 import asyncio
 import base64
+import os
 import statistics
 import sys
 import time
@@ -97,9 +100,37 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def leave(base, pid, label, clip):
+    client = AsyncOpenAI(base_url=base, api_key="sk-unused", max_retries=0)
+    async with client.realtime.connect(model="gpt-realtime") as connection:
+        await connection.session.update(session={"type": "realtime", "audio": {"input": {
+            "format": {"type": "audio/pcm", "rate": 16000}}}})
+        step = 16000 * 2 // 10
+        for start in range(0, len(clip) + 16000 * 2, step):
+            piece = clip[start:start + step] or b"\0" * step
+            await connection.input_audio_buffer.append(audio=base64.b64encode(piece).decode())
+        async for event in connection:
+            if event.type == "response.created":
+                break
+    uses = []
+    for _ in range(3):
+        before, at = cpu_seconds(pid), time.monotonic()
+        await asyncio.sleep(1)
+        uses.append(100 * (cpu_seconds(pid) - before) / (time.monotonic() - at))
+    print(f"{label}: server CPU in the 3 seconds after the client left: "
+          + ", ".join(f"{u:.0f}%" for u in uses) + " (100% = one core)")
+
+
 async def main():
     base, pid, label, sessions, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
     clips = [pcm16k(path) for path in sys.argv[6:]]
+    if kind == "leave":
+        return await leave(base, pid, label, clips[0])
     before, _ = rss(pid)
     peak = [before]
 

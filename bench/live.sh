@@ -5,7 +5,8 @@
 # lines of pocketsphinx-testdata, a real reader, and 7 sentences spoken by Piper from
 # bench/pauses-text.txt), 1.5 s of silence after each. Printed: end of speech to the transcription
 # (less the 500-ms silence window) in one transcription session, in 4 at once, and in 4 at once
-# beside two CPU hogs; end of speech to the tutor's first audio in a conversation; the server's RSS.
+# beside two CPU hogs; end of speech to the tutor's first audio in a conversation; the server's CPU
+# after a client leaves mid-answer; the server's RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BENCH_BIN:-$PWD/.build/release/voxpipe}
@@ -34,6 +35,7 @@ echo "   goals: transcription p50 <= 0.6 s, p99 <= 1.2 s idle; first audio p50 <
 python3 bench/live.py "$BASE" $SERVER "warm-up" 1 transcription "${clips[0]}" > /dev/null
 python3 bench/live.py "$BASE" $SERVER "1 transcription session" 1 transcription "${clips[@]}"
 python3 bench/live.py "$BASE" $SERVER "conversation (tutor's first audio)" 1 conversation "${clips[@]}"
+python3 bench/live.py "$BASE" $SERVER "a client that leaves mid-answer" 1 leave "${clips[0]}"
 python3 bench/live.py "$BASE" $SERVER "4 transcription sessions at once" 4 transcription "${clips[@]}"
 for _ in 1 2; do (while :; do :; done) & HOGS+=($!); done
 python3 bench/live.py "$BASE" $SERVER "4 at once beside 2 CPU hogs" 4 transcription "${clips[@]}"
