@@ -237,6 +237,22 @@ async def limits(base, key, wav):
         await asyncio.sleep(0.05)
     out["after_leaving"] = now
     out["idle"] = await until_close(url, key)
+
+    # Committing by hand, the buffer holds at most --max-clip seconds: one append more is refused.
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as c:
+        await c.recv()
+        await c.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {
+            "format": {"type": "audio/pcm", "rate": 16000}, "turn_detection": None}}}}))
+        assert json.loads(await c.recv())["type"] == "session.updated"
+        second = base64.b64encode(b"\0\1" * 16000).decode()
+        got = []
+        for _ in range(4):
+            await c.send(json.dumps({"type": "input_audio_buffer.append", "audio": second}))
+        await c.send(json.dumps({"type": "input_audio_buffer.clear"}))
+        while not got or got[-1] != "input_audio_buffer.cleared":
+            event = json.loads(await c.recv())
+            got.append(event["error"]["code"] if event["type"] == "error" else event["type"])
+        out["full"] = got
     print(json.dumps(out))
 
 
