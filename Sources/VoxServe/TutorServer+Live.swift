@@ -90,7 +90,15 @@ extension TutorServer {
                     "every live session place (\(settings.maxLiveSessions)) is taken; try again shortly"),
                 code: .unknown(1013))
         }
-        defer { liveSessions.leave() }
+        defer {
+            liveSessions.leave()
+            // The last live session gone: what its turns used goes back to the system (off the
+            // cooperative pool: malloc_trim holds the allocator's locks while it works).
+            if liveSessions.count == 0 {
+                let blocking = pipeline.source.context.blocking
+                Task { try? await blocking.run { MemoryTrim.now() } }
+            }
+        }
         let (events, continuation) = AsyncStream<JSONValue>.makeStream()
         let session = LiveSession(kind: kind, environment: liveEnvironment) { continuation.yield($0) }
         let writer = Task {
