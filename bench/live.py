@@ -141,7 +141,14 @@ async def main():
 
     watcher = asyncio.create_task(watch())
     runs = [[] for _ in range(sessions)]
-    await asyncio.gather(*(session(base, kind, clips, runs[i]) for i in range(sessions)))
+    # Sessions at once do not speak in step: each starts 1.7 s after the one before, with the
+    # utterances in another order.
+    async def staggered(i):
+        await asyncio.sleep(1.7 * i)
+        shift = (5 * i) % len(clips)
+        await session(base, kind, clips[shift:] + clips[:shift], runs[i])
+
+    await asyncio.gather(*(staggered(i) for i in range(sessions)))
     watcher.cancel()
     after, _ = rss(pid)
     all_ = [x for run in runs for x in run]

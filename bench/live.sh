@@ -40,3 +40,27 @@ python3 bench/live.py "$BASE" $SERVER "4 transcription sessions at once" 4 trans
 for _ in 1 2; do (while :; do :; done) & HOGS+=($!); done
 python3 bench/live.py "$BASE" $SERVER "4 at once beside 2 CPU hogs" 4 transcription "${clips[@]}"
 kill "${HOGS[@]}"; HOGS=()
+kill $SERVER; wait $SERVER 2>/dev/null || true
+
+# The same served greedily (beamSize 1): what a spec can trade for latency and sessions at once.
+python3 - "$W/greedy.json" "$PWD" <<'PY'
+import json, sys
+spec = json.load(open("Pipelines/lesson-tutor-en.json"))
+for stage in spec["stages"]:
+    if stage.get("kind") == "transcribe":
+        stage["provider"].update({"beamSize": 1, "bestOf": 1})
+    if stage.get("provider", {}).get("rules"):
+        stage["provider"]["rules"] = sys.argv[2] + "/Pipelines/" + stage["provider"]["rules"]
+spec["name"] = "lesson-tutor-en-greedy"
+spec.pop("$schema", None)
+json.dump(spec, open(sys.argv[1], "w"), indent=1)
+PY
+"$BIN" serve "$W/greedy.json" --host 127.0.0.1 --port 0 --timeout 600 2> "$W/serve-greedy.log" &
+SERVER=$!
+for _ in $(seq 1 600); do grep -q serving "$W/serve-greedy.log" && break; sleep 0.1; done
+PORT=$(grep -o '127.0.0.1:[0-9]*' "$W/serve-greedy.log" | head -1 | cut -d: -f2)
+[ -n "$PORT" ] || { cat "$W/serve-greedy.log" >&2; exit 1; }
+BASE=http://127.0.0.1:$PORT/v1
+python3 bench/live.py "$BASE" $SERVER "warm-up" 1 transcription "${clips[0]}" > /dev/null
+python3 bench/live.py "$BASE" $SERVER "greedy: 1 transcription session" 1 transcription "${clips[@]}"
+python3 bench/live.py "$BASE" $SERVER "greedy: 4 transcription sessions at once" 4 transcription "${clips[@]}"
