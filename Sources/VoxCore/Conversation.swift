@@ -26,6 +26,20 @@ public final class Conversation: Sendable {
     /// The turns so far, oldest first.
     public var turns: [ConversationTurn] { kept.withLock { $0 } }
 
+    /// A copy to answer a guessed turn on: the guess's changes are kept only when the turn is
+    /// confirmed (`adopt`).
+    public func copy() -> Conversation {
+        let copy = Conversation(limit: limit)
+        copy.kept.withLock { $0 = turns }
+        return copy
+    }
+
+    /// Takes the turns of `other` (a confirmed guess's copy) as its own.
+    public func adopt(_ other: Conversation) {
+        let turns = other.turns
+        kept.withLock { $0 = turns }
+    }
+
     /// Adds a turn, dropping the oldest beyond `limit`.
     public func append(_ turn: ConversationTurn) {
         kept.withLock { kept in

@@ -80,7 +80,18 @@ actor LiveSession {
     /// A transcription begun when the speech paused, in case the turn ends there: its audio ends
     /// where the speech did, as the turn's will if no speech comes back before the silence is
     /// long enough. Dropped when speech comes back.
-    private var guess: (speechEnd: Int, task: Task<TutorPipeline.Answer, any Error>)?
+    private var guess: (speechEnd: Int, task: Task<TutorPipeline.Answer, any Error>, answer: GuessedAnswer?)?
+    /// Committed conversation turns whose answers have not ended.
+    private var answering = 0
+
+    /// A conversation's answer to a guessed turn, made on a copy of the conversation with its
+    /// events held back: sent, and the copy adopted, only if the turn is confirmed.
+    struct GuessedAnswer: Sendable {
+        let responseID: String
+        let relay: EventRelay
+        let scratch: Conversation
+        let task: Task<Void, Never>
+    }
     private var turns: [Task<Void, Never>] = []
     private let conversation = Conversation()
 
@@ -408,17 +419,38 @@ actor LiveSession {
 
     /// The speech paused at `speechEnd`: the turn so far is transcribed before the silence is
     /// long enough to end it (the turn's text, when it ends there, is ready that much sooner; it
-    /// is the same text either way). Nothing else runs ahead: a conversation's memory changes
-    /// only with a committed turn's answer.
+    /// is the same text either way). In a conversation with no answer running, the tutor's answer
+    /// is made ahead too, on a copy of the conversation, its events held back: a guess that is
+    /// dropped changes nothing the client or the conversation sees.
     private func guess(upTo speechEnd: Int) {
         dropGuess()
         let clip = turnClip(upTo: speechEnd)
         let (session, language, environment) = (id, language, environment)
-        guess = (speechEnd, Task { try await Self.recognise(clip, session: session, language: language, environment) })
+        let recognition = Task { try await Self.recognise(clip, session: session, language: language, environment) }
+        var answer: GuessedAnswer?
+        if kind == .realtime, answering == 0, let item = speechItem {
+            let responseID = "resp_" + Self.randomID()
+            let relay = EventRelay(send)
+            let scratch = conversation.copy()
+            let (speech, outputRate) = (SpeechRequest(voice: voice, speed: nil), outputRate)
+            let task = Task {
+                await withTaskCancellationHandler {
+                    await Self.respond(
+                        to: recognition, clip: clip, item: item, responseID: responseID, session: session,
+                        speech: speech, outputRate: outputRate, conversation: scratch, environment: environment,
+                        send: relay.send, answered: { if relay.isReleased { environment.answered($0) } })
+                } onCancel: {
+                    recognition.cancel()
+                }
+            }
+            answer = GuessedAnswer(responseID: responseID, relay: relay, scratch: scratch, task: task)
+        }
+        guess = (speechEnd, recognition, answer)
     }
 
     private func dropGuess() {
         guess?.task.cancel()
+        guess?.answer?.task.cancel()
         guess = nil
     }
 
@@ -431,14 +463,14 @@ actor LiveSession {
             "audio_end_ms": .number(Double(end * 1000 / Self.rate)),
         ])
         let clip = turnClip(upTo: speechEnd)
-        let made = guess?.speechEnd == speechEnd ? guess?.task : nil
+        let made = guess?.speechEnd == speechEnd ? guess : nil
         if made == nil { dropGuess() }
         guess = nil
         detector.reset()
         let to = min(buffer.count, max(0, end - bufferStart))
         buffer.removeFirst(to)
         bufferStart += to
-        commit(clip, item: item, recognised: made)
+        commit(clip, item: item, recognised: made?.task, answered: made?.answer)
     }
 
     private func commitByClient(eventID: String?) {
@@ -462,7 +494,10 @@ actor LiveSession {
 
     // MARK: turns
 
-    private func commit(_ clip: [Float], item: String, recognised: Task<TutorPipeline.Answer, any Error>? = nil) {
+    private func commit(
+        _ clip: [Float], item: String, recognised: Task<TutorPipeline.Answer, any Error>? = nil,
+        answered guessed: GuessedAnswer? = nil
+    ) {
         send([
             "type": "input_audio_buffer.committed", "event_id": event(), "item_id": .string(item),
             "previous_item_id": previousItem.map(JSONValue.string) ?? .null,
@@ -487,25 +522,43 @@ actor LiveSession {
                 }
             }
         case .realtime:
-            let responseID = "resp_" + Self.randomID()
-            let overrides = SpeechRequest(voice: voice, speed: nil)
-            let language = language
-            let outputRate = outputRate
             let conversation = conversation
-            let recognition =
-                recognised ?? Task { try await Self.recognise(clip, session: session, language: language, environment) }
-            task = Task {
-                await withTaskCancellationHandler {
-                    await before?.value
-                    guard !Task.isCancelled else { return }
-                    await Self.respond(
-                        to: recognition, clip: clip, item: item, responseID: responseID, session: session,
-                        speech: overrides, outputRate: outputRate, conversation: conversation,
-                        environment: environment, send: send)
-                } onCancel: {
-                    recognition.cancel()
+            let responseID: String
+            if let guessed {
+                // The guess was right: its answer goes out (what it held back first) and its copy
+                // of the conversation becomes the conversation when it ends.
+                responseID = guessed.responseID
+                guessed.relay.release()
+                task = Task {
+                    await withTaskCancellationHandler {
+                        await guessed.task.value
+                        conversation.adopt(guessed.scratch)
+                    } onCancel: {
+                        guessed.task.cancel()
+                    }
+                }
+            } else {
+                responseID = "resp_" + Self.randomID()
+                let overrides = SpeechRequest(voice: voice, speed: nil)
+                let language = language
+                let outputRate = outputRate
+                let recognition =
+                    recognised
+                    ?? Task { try await Self.recognise(clip, session: session, language: language, environment) }
+                task = Task {
+                    await withTaskCancellationHandler {
+                        await before?.value
+                        guard !Task.isCancelled else { return }
+                        await Self.respond(
+                            to: recognition, clip: clip, item: item, responseID: responseID, session: session,
+                            speech: overrides, outputRate: outputRate, conversation: conversation,
+                            environment: environment, send: send, answered: environment.answered)
+                    } onCancel: {
+                        recognition.cancel()
+                    }
                 }
             }
+            answering += 1
             responding = (responseID, task)
             Task { [weak self] in
                 await task.value
@@ -518,6 +571,7 @@ actor LiveSession {
     }
 
     private func finished(_ responseID: String) {
+        answering -= 1
         if responding?.id == responseID { responding = nil }
     }
 
@@ -591,7 +645,8 @@ actor LiveSession {
     private static func respond(
         to recognition: Task<TutorPipeline.Answer, any Error>, clip: [Float], item: String, responseID: String,
         session: String, speech: SpeechRequest, outputRate: Int, conversation: Conversation,
-        environment: Environment, send: @escaping @Sendable (JSONValue) -> Void
+        environment: Environment, send: @escaping @Sendable (JSONValue) -> Void,
+        answered: @escaping @Sendable (String) -> Void
     ) async {
         let pipeline = environment.pipeline
         let answerItem = "item_" + randomID()
@@ -679,17 +734,42 @@ actor LiveSession {
                         "transcript": .string(reply),
                     ]) { $1 }))
             send(response("completed", transcript: reply))
-            environment.answered("completed")
+            answered("completed")
         } catch {
             if Task.isCancelled || error is CancellationError {
                 send(response("cancelled", transcript: said.text))
-                environment.answered("cancelled")
+                answered("cancelled")
             } else {
                 let failure = ServeError.from(error)
                 send(TutorServer.errorEvent(failure, eventID: nil))
                 send(response("failed", transcript: said.text))
-                environment.answered("failed")
+                answered("failed")
             }
+        }
+    }
+}
+
+/// A guessed answer's events: held back until the turn is confirmed, then sent in order, and
+/// those that come after sent at once.
+final class EventRelay: Sendable {
+    private let forward: @Sendable (JSONValue) -> Void
+    private let state = Mutex((released: false, held: [JSONValue]()))
+
+    init(_ forward: @escaping @Sendable (JSONValue) -> Void) { self.forward = forward }
+
+    var isReleased: Bool { state.withLock { $0.released } }
+
+    @Sendable func send(_ event: JSONValue) {
+        state.withLock { state in
+            if state.released { forward(event) } else { state.held.append(event) }
+        }
+    }
+
+    func release() {
+        state.withLock { state in
+            state.released = true
+            for event in state.held { forward(event) }
+            state.held = []
         }
     }
 }
