@@ -472,3 +472,6 @@ BENCH_BIN=$BIN BENCH_CT2=$CT2 bench/pauses.sh
 
 # --- live sessions: /v1/realtime latencies, 4 sessions at once, beside CPU hogs (issue 39) ----
 BENCH_BIN=$BIN bench/live.sh
+
+# --- speaker diarization: DER against the reference, speed and memory (issue 40) -------------
+BENCH_BIN=$BIN bench/diarization.sh

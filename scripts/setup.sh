@@ -38,6 +38,16 @@ if ! python3 -c "import openai" 2>/dev/null; then
   echo "setup: installing the openai Python package" >&2
   python3 -m pip install -q openai==3.51.0 2>/dev/null || python3 -m pip install -q --break-system-packages openai==3.51.0
 fi
+# Its WebSocket client (`openai[realtime]`): the live-session tests and bench/live.sh connect with it.
+if ! python3 -c "import websockets" 2>/dev/null; then
+  echo "setup: installing the websockets Python package" >&2
+  python3 -m pip install -q websockets==17.4 2>/dev/null || python3 -m pip install -q --break-system-packages websockets==17.4
+fi
+# sherpa-onnx's own Python diarization: the reference bench/diarization.sh scores voxpipe against.
+if ! python3 -c "import sherpa_onnx" 2>/dev/null; then
+  echo "setup: installing the sherpa-onnx Python package" >&2
+  python3 -m pip install -q sherpa-onnx==2.0.1 2>/dev/null || python3 -m pip install -q --break-system-packages sherpa-onnx==2.0.1
+fi
 # A validator of Kubernetes manifests against the API's schemas, bundled (PyPI's
 # kubernetes-validate; scripts/validate-deploy.sh). Pinned: its default version is its newest schema.
 if ! command -v kubernetes-validate >/dev/null || [ "$(kubernetes-validate --version 2>/dev/null)" != 1.37.0 ]; then
