@@ -411,9 +411,12 @@ actor LiveSession {
         }
     }
 
-    /// The turn's audio: from its start (the padding included) to where its speech ended.
+    /// The turn's audio: from its start (the padding included) to the pause after its speech
+    /// (`TurnDetector.pauseMs`: Whisper hears a clip cut tight at the last word worse), which has
+    /// arrived when the pause is announced, so a guess and the committed turn hear the same audio.
     private func turnClip(upTo speechEnd: Int) -> [Float] {
-        let from = max(0, detector.turnStart - bufferStart), to = min(buffer.count, speechEnd - bufferStart)
+        let end = speechEnd + detector.pauseMs * Self.rate / 1000
+        let from = max(0, detector.turnStart - bufferStart), to = min(buffer.count, end - bufferStart)
         return from < to ? Array(buffer[from..<to]) : []
     }
 
