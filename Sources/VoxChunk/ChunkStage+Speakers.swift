@@ -74,8 +74,12 @@ extension ChunkStage {
         var cutter: SpeakerCutter?
         for try await block in input {
             if cutter == nil {
-                cutter = try SpeakerCutter(
-                    format: block.format, settings: settings, embedder: embedder, voices: voices, blocking: blocking)
+                let format = block.format, blocking = blocking
+                // Loading the models takes a moment: off the cooperative pool.
+                cutter = try await blocking.run {
+                    try SpeakerCutter(
+                        format: format, settings: settings, embedder: embedder, voices: voices, blocking: blocking)
+                }
             }
             guard let current = cutter else { continue }
             guard block.format == current.format else {

@@ -83,7 +83,7 @@ public struct ChunkStage: Stage {
             "speakers", .integer(1...20),
             help: "speakers: how many speakers there are (unset: as many as speakerThreshold finds).")
         public static let speakerThreshold = StageOption<Double>(
-            "speakerThreshold", .number(0.05...2), default: 0.5,
+            "speakerThreshold", .number(0.05...2), default: 0.8,
             help: "speakers, without a count: the clustering's distance threshold (larger: fewer speakers).")
         public static let voiceMatch = StageOption<Double>(
             "voiceMatch", .number(0...1), default: 0.5,

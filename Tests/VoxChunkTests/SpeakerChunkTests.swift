@@ -111,6 +111,16 @@ struct SpeakerChunkTests {
         #expect(labels == self.labels(of: c, try await speakers(c.samples)))
     }
 
+    @Test func oneVoiceIsOneSpeakerWithoutACount() async throws {
+        var c = Conversation()
+        for line in ["0870", "0880", "0890", "0920", "0930"] {
+            c.pause(0.8)
+            c.say(try Self.reader(line), "reader")
+        }
+        let chunks = try await speakers(c.samples)
+        #expect(labels(of: c, chunks) == [String?](repeating: "Speaker 1", count: 5))
+    }
+
     @Test func theSameAudioGivesTheSameChunksEveryTime() async throws {
         let c = try await Self.conversation()
         let first = try await speakers(c.samples, ["speakers": 2])
