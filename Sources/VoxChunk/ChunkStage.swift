@@ -53,7 +53,10 @@ public struct ChunkStage: Stage {
         public static let minSilence = StageOption<Double>(
             "minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment.")
         public static let padding = StageOption<Double>(
-            "padding", .number(0...10), default: 0.2, help: "voice: seconds of context kept before and after speech.")
+            "padding", .number(0...10), default: 0.2,
+            help:
+                "voice, speakers: seconds of context kept before and after speech (speakers: at most half-way to the "
+                + "next turn).")
         public static let minSeconds = StageOption<Double>(
             "minSeconds", .number(0...60), default: 0.25, help: "voice: shorter segments (clicks, coughs) are dropped.")
         public static let maxSeconds = StageOption<Double>(
@@ -114,7 +117,7 @@ public struct ChunkStage: Stage {
 
         /// The options of mode voice only, of mode speakers only, and of each detector only.
         static let voiceOnly = [
-            minSilence.spec, padding.spec, minSeconds.spec, threshold.spec, detector.spec,
+            minSilence.spec, minSeconds.spec, threshold.spec, detector.spec,
             vadModel.spec, speechProbability.spec, joinPause.spec,
         ]
         static let speakersOnly = [
@@ -152,8 +155,9 @@ public struct ChunkStage: Stage {
         for spec in Option.speakersOnly where mode != .speakers && options.isSet(spec.name) {
             throw options.error(spec.name, "applies to mode speakers only")
         }
-        if mode != .voice && mode != .speakers && options.isSet(Option.maxSeconds) {
-            throw options.error(Option.maxSeconds, "applies to modes voice and speakers only")
+        for spec in [Option.maxSeconds.spec, Option.padding.spec]
+        where mode != .voice && mode != .speakers && options.isSet(spec.name) {
+            throw options.error(spec.name, "applies to modes voice and speakers only")
         }
         if mode == .speakers && options.isSet(Option.seconds) {
             throw options.error(Option.seconds, "does not apply to mode speakers (use maxSeconds)")
@@ -197,7 +201,8 @@ public struct ChunkStage: Stage {
         }
         return SpeakerSettings(
             speakers: options[Option.speakers], clusterThreshold: options[Option.speakerThreshold],
-            match: options[Option.voiceMatch], minTurn: options[Option.minTurn], overlap: options[Option.overlapSpeech],
+            match: options[Option.voiceMatch], minTurn: options[Option.minTurn], padding: options[Option.padding],
+            overlap: options[Option.overlapSpeech],
             maxSeconds: options[Option.maxSeconds], blockSeconds: options[Option.blockSeconds],
             windowShift: options[Option.windowShift], voices: voices,
             voicesPath: "\(options.path).\(Option.voices.name)",

@@ -12,6 +12,8 @@ public struct SpeakerSettings: Sendable {
     public var match: Double
     /// Turns shorter than this go to the neighbour next to them.
     public var minTurn: Double
+    /// Seconds of the silence around a turn kept in its chunk (at most half-way to the next turn).
+    public var padding: Double
     public var overlap: OverlapPolicy
     /// Longer turns are cut (at their quietest point) into chunks of at most this.
     public var maxSeconds: Double
@@ -107,7 +109,7 @@ final class SpeakerCutter: @unchecked Sendable {
         let labelled = label(turns)
         let start = bufferStart ?? 0
         var chunks: [AudioChunk] = []
-        for turn in labelled.turns {
+        for turn in Self.padded(labelled.turns, by: settings.padding, end: cut) {
             let from = Int((turn.start * rate).rounded()), to = min(frames, Int((turn.end * rate).rounded()))
             for piece in Self.pieces(buffer, from: from, to: to, maxFrames: Int(settings.maxSeconds * rate)) {
                 chunks.append(
@@ -123,6 +125,20 @@ final class SpeakerCutter: @unchecked Sendable {
         buffer.removeFirst(kept)
         bufferStart = start + Int64(kept)
         return chunks
+    }
+
+    /// `turns` each widened by up to `padding` on either side, into the silence around it but at
+    /// most half-way to the next turn (and not before the block's start or after `end`): a
+    /// recogniser hears a turn's first and last sounds better with a little context.
+    static func padded(_ turns: [SpeakerTurn], by padding: Double, end: Double) -> [SpeakerTurn] {
+        turns.indices.map { i in
+            var turn = turns[i]
+            let before = i > 0 ? turns[i - 1].end : 0
+            let after = i + 1 < turns.count ? turns[i + 1].start : end
+            turn.start = max(turn.start - padding, turn.start - max(0, turn.start - before) / 2)
+            turn.end = min(turn.end + padding, turn.end + max(0, after - turn.end) / 2)
+            return turn
+        }
     }
 
     /// Where a block that the stream goes on after is cut: before the turn that runs into its

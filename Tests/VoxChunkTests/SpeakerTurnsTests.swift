@@ -74,6 +74,12 @@ import VoxTesting
         #expect(SpeakerTurns.mergeShort(alone, minTurn: 0.3, joinGap: 0.5) == alone)
     }
 
+    @Test func turnsArePaddedIntoTheSilenceAroundThemButNotIntoAnotherTurn() {
+        let turns = [turn(0.1, 3, 0), turn(3.2, 5, 1), turn(8, 9.9, 0)]
+        let padded = SpeakerCutter.padded(turns, by: 0.2, end: 10)
+        #expect(padded == [turn(0.05, 3.1, 0), turn(3.1, 5.2, 1), turn(7.8, 9.95, 0)])
+    }
+
     @Test func blockSpeakersMatchEarlierOnesByVoiceAndNewOnesAreNumbered() {
         let a: [Float] = [1, 0, 0], b: [Float] = [0, 1, 0], c: [Float] = [0, 0, 1]
         var book = SpeakerBook(threshold: 0.5, limit: nil, voices: [.init(name: "Tutor", embedding: c)])
