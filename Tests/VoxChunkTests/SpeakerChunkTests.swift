@@ -163,10 +163,15 @@ struct SpeakerChunkTests {
         #expect(error?.message.hasPrefix("stages[0].voices.Tutor: \(dir.path)/quiet.wav: no speech found") == true)
     }
 
-    @Test func silenceGivesNoSpeakers() async throws {
+    @Test func silenceAndMusicGiveNoSpeakers() async throws {
         var quiet = Conversation()
         quiet.pause(20)
         #expect(try await speakers(quiet.samples).isEmpty)
         #expect(try await speakers([Float](repeating: 0, count: 16000 * 5), ["speakers": 2]).isEmpty)
+        // A tune of notes with overtones and a sweep (the Silero tests' non-speech).
+        for (name, samples) in SileroDetectorTests.nonSpeech() where name == "tune" || name == "sweep" {
+            let chunks = try await speakers(samples + samples, ["speakers": 2])
+            #expect(chunks.isEmpty, "\(name): \(chunks.map { ($0.start, $0.end, $0.speaker) })")
+        }
     }
 }
