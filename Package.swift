@@ -75,7 +75,7 @@ let package = Package(
             ]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "VoxChunk", dependencies: ["VoxCore", "CWhisper"]),
+        .target(name: "VoxChunk", dependencies: ["VoxCore", "CWhisper", "CSherpaOnnx"]),
         .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
         .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxFieldService", "VoxHTTP"]),
@@ -131,7 +131,9 @@ let package = Package(
         .testTarget(
             name: "VoxResampleTests",
             dependencies: ["VoxTestSupport", "VoxTesting", "VoxResample", "VoxDecode", "VoxCore"]),
-        .testTarget(name: "VoxChunkTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxChunk", "VoxCore"]),
+        .testTarget(
+            name: "VoxChunkTests",
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxChunk", "VoxResample", "VoxCore"]),
         .testTarget(
             name: "VoxTranscribeTests",
             dependencies: [

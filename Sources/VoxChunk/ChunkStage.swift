@@ -11,12 +11,15 @@ import VoxCore
 ///   with the input.
 /// - `whole`: the whole stream as one chunk (a clip its sender already cut, as `voxpipe serve`
 ///   gets); a stream longer than `seconds` fails the item rather than grow without bound.
+/// - `speakers`: one chunk per speaker turn (16 kHz mono), labelled `Speaker 1`, `Speaker 2`, … in
+///   order of first appearance, or with an enrolled voice's name (`SpeakerCutter`): the
+///   diarization models `make setup` installs, `blockSeconds` at a time. Silence gives no chunks.
 /// Holds at most one chunk's worth of audio and flushes it at end of input.
 public struct ChunkStage: Stage {
     public typealias Input = AudioBlock
     public typealias Output = AudioChunk
 
-    public enum Mode: String, Sendable, CaseIterable, OptionValue { case window, voice, tail, whole }
+    public enum Mode: String, Sendable, CaseIterable, OptionValue { case window, voice, tail, whole, speakers }
 
     public struct Configuration: Sendable {
         public var mode: Mode
@@ -28,15 +31,20 @@ public struct ChunkStage: Stage {
         /// nothing when it hears none (a served turn of a spec that cuts voice turns with Silero:
         /// silence, music and noise are not decoded, nor silence around the words).
         public var speechOnly = false
+        /// speakers: how turns are found and labelled.
+        public var speakers: SpeakerSettings? = nil
     }
 
     public static let kind = "chunk"
-    public static let summary = "Cuts a stream into chunks: fixed windows, voice segments, or the last N seconds."
+    public static let summary =
+        "Cuts a stream into chunks: fixed windows, voice segments, speaker turns, or the last N seconds."
     /// Each option, declared once (name, kind, default, help) and read by declaration in `configure`.
     public enum Option {
         public static let mode = StageOption<Mode>(
             "mode", default: .window,
-            help: "window: fixed windows; voice: speech segments; tail: the last `seconds`; whole: one chunk.")
+            help:
+                "window: fixed windows; voice: speech segments; tail: the last `seconds`; whole: one chunk; "
+                + "speakers: one chunk per speaker turn, labelled (16 kHz mono; the diarization models).")
         public static let seconds = StageOption<Double?>(
             "seconds", .number(0.01...86400),
             help: "window: window length (default 8); tail: length kept (default 300); whole: longest (default 300).")
@@ -45,12 +53,15 @@ public struct ChunkStage: Stage {
         public static let minSilence = StageOption<Double>(
             "minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment.")
         public static let padding = StageOption<Double>(
-            "padding", .number(0...10), default: 0.2, help: "voice: seconds of context kept before and after speech.")
+            "padding", .number(0...10), default: 0.2,
+            help:
+                "voice, speakers: seconds of context kept before and after speech (speakers: at most half-way to the "
+                + "next turn).")
         public static let minSeconds = StageOption<Double>(
             "minSeconds", .number(0...60), default: 0.25, help: "voice: shorter segments (clicks, coughs) are dropped.")
         public static let maxSeconds = StageOption<Double>(
             "maxSeconds", .number(0.5...3600), default: 30,
-            help: "voice: longer turns are split at their quietest point.")
+            help: "voice, speakers: longer turns are split at their quietest point.")
         public static let joinPause = StageOption<Double>(
             "joinPause", .number(0...60), default: 0,
             help:
@@ -71,10 +82,47 @@ public struct ChunkStage: Stage {
             "speechProbability", .number(0.05...0.95), default: 0.5,
             help: "voice, silero: the probability from which a 32-ms window counts as speech.")
 
-        /// The options of mode voice only, and of each detector only.
+        public static let speakers = StageOption<Int?>(
+            "speakers", .integer(1...20),
+            help: "speakers: how many speakers there are (unset: as many as speakerThreshold finds).")
+        public static let speakerThreshold = StageOption<Double>(
+            "speakerThreshold", .number(0.05...2), default: 0.8,
+            help: "speakers, without a count: the clustering's distance threshold (larger: fewer speakers).")
+        public static let voiceMatch = StageOption<Double>(
+            "voiceMatch", .number(0...1), default: 0.5,
+            help:
+                "speakers: the cosine similarity of mean voice embeddings from which two speakers are one (a "
+                + "speaker of an earlier block, an enrolled voice).")
+        public static let minTurn = StageOption<Double>(
+            "minTurn", .number(0...10), default: 0.3,
+            help: "speakers: shorter turns go to the neighbouring turn (within 0.5 s).")
+        public static let overlapSpeech = StageOption<OverlapPolicy>(
+            "overlapSpeech", default: .first,
+            help: "speakers: speech of two at once: first keeps it with the speaker who started first; drop drops it.")
+        public static let voices = StageOption<[String: String]>(
+            "voices", .namedPaths, default: [:],
+            help:
+                "speakers: enrolled voices, names to clips (16-bit PCM WAV, relative to the spec): a speaker who "
+                + "matches one (voiceMatch) is given its name; the rest are numbered.")
+        public static let blockSeconds = StageOption<Double>(
+            "blockSeconds", .number(30...3600), default: 600,
+            help:
+                "speakers: audio diarized at once (memory holds one block whatever the input's length); blocks' "
+                + "speakers are matched by voice.")
+        public static let windowShift = StageOption<Double>(
+            "windowShift", .number(0.05...1), default: 0.25,
+            help:
+                "speakers: the segmentation window's hop, as a fraction of its 10 s (smaller: slower; 0.5 halves the "
+                + "time and misplaced a turn's end in tests).")
+
+        /// The options of mode voice only, of mode speakers only, and of each detector only.
         static let voiceOnly = [
-            minSilence.spec, padding.spec, minSeconds.spec, maxSeconds.spec, threshold.spec, detector.spec,
+            minSilence.spec, minSeconds.spec, threshold.spec, detector.spec,
             vadModel.spec, speechProbability.spec, joinPause.spec,
+        ]
+        static let speakersOnly = [
+            speakers.spec, speakerThreshold.spec, voiceMatch.spec, minTurn.spec, overlapSpeech.spec, voices.spec,
+            blockSeconds.spec, windowShift.spec,
         ]
         static let energyOnly = [threshold.spec]
         static let sileroOnly = [vadModel.spec, speechProbability.spec]
@@ -86,7 +134,9 @@ public struct ChunkStage: Stage {
     public static let options: [OptionSpec] = [
         Option.mode.spec, Option.seconds.spec, Option.overlap.spec, Option.minSilence.spec, Option.padding.spec,
         Option.minSeconds.spec, Option.maxSeconds.spec, Option.joinPause.spec, Option.threshold.spec,
-        Option.detector.spec, Option.vadModel.spec, Option.speechProbability.spec,
+        Option.detector.spec, Option.vadModel.spec, Option.speechProbability.spec, Option.speakers.spec,
+        Option.speakerThreshold.spec, Option.voiceMatch.spec, Option.minTurn.spec, Option.overlapSpeech.spec,
+        Option.voices.spec, Option.blockSeconds.spec, Option.windowShift.spec,
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -101,6 +151,19 @@ public struct ChunkStage: Stage {
         }
         for spec in Option.voiceOnly where mode != .voice && options.isSet(spec.name) {
             throw options.error(spec.name, "applies to mode voice only")
+        }
+        for spec in Option.speakersOnly where mode != .speakers && options.isSet(spec.name) {
+            throw options.error(spec.name, "applies to mode speakers only")
+        }
+        for spec in [Option.maxSeconds.spec, Option.padding.spec]
+        where mode != .voice && mode != .speakers && options.isSet(spec.name) {
+            throw options.error(spec.name, "applies to modes voice and speakers only")
+        }
+        if mode == .speakers && options.isSet(Option.seconds) {
+            throw options.error(Option.seconds, "does not apply to mode speakers (use maxSeconds)")
+        }
+        if mode == .speakers && options.isSet(Option.speakers) && options.isSet(Option.speakerThreshold) {
+            throw options.error(Option.speakerThreshold, "applies only when speakers (the count) is not set")
         }
         let detector = options[Option.detector]
         for spec in detector == .silero ? Option.energyOnly : Option.sileroOnly where options.isSet(spec.name) {
@@ -123,10 +186,37 @@ public struct ChunkStage: Stage {
         if voice.minSeconds >= voice.maxSeconds {
             throw options.error(Option.minSeconds, "must be less than maxSeconds (\(voice.maxSeconds))")
         }
-        return Configuration(mode: mode, seconds: seconds, overlap: overlap, voice: voice)
+        var configuration = Configuration(mode: mode, seconds: seconds, overlap: overlap, voice: voice)
+        if mode == .speakers { configuration.speakers = try speakerSettings(options) }
+        return configuration
+    }
+
+    /// Mode speakers' settings; an enrolled voice's missing clip fails here (exit 66), naming
+    /// the option.
+    static func speakerSettings(_ options: StageOptions) throws -> SpeakerSettings {
+        let voices = options.urls(Option.voices).map { SpeakerSettings.VoiceClip(name: $0.name, file: $0.url) }
+        for voice in voices where !FileManager.default.fileExists(atPath: voice.file.path) {
+            throw VoxError(
+                .noInput, "\(options.path).\(Option.voices.name).\(voice.name): no such file: \(voice.file.path)")
+        }
+        return SpeakerSettings(
+            speakers: options[Option.speakers], clusterThreshold: options[Option.speakerThreshold],
+            match: options[Option.voiceMatch], minTurn: options[Option.minTurn], padding: options[Option.padding],
+            overlap: options[Option.overlapSpeech],
+            maxSeconds: options[Option.maxSeconds], blockSeconds: options[Option.blockSeconds],
+            windowShift: options[Option.windowShift], voices: voices,
+            voicesPath: "\(options.path).\(Option.voices.name)",
+            models: SpeakerModels.installed())
     }
 
     public static func outputFormat(_ configuration: Configuration, input: StreamFormat) throws -> StreamFormat {
+        if configuration.mode == .speakers,
+            input != StreamFormat(sampleRate: SpeakerModels.sampleRate, channels: 1)
+        {
+            throw PlanError(
+                "mode speakers takes 16 kHz mono; add a stage {\"kind\": \"resample\", \"rate\": 16000, "
+                    + "\"channels\": 1} before it")
+        }
         if configuration.mode == .voice, case .silero = configuration.voice.detector,
             input != StreamFormat(sampleRate: SileroVAD.sampleRate, channels: 1)
         {
@@ -139,12 +229,19 @@ public struct ChunkStage: Stage {
 
     /// The Silero model file is part of the item key: another model redoes the items.
     public static func identityFiles(_ configuration: Configuration) -> [URL] {
+        if let speakers = configuration.speakers {
+            return [speakers.models.segmentation, speakers.models.embedding] + speakers.voices.map(\.file)
+        }
         guard configuration.mode == .voice, case .silero(let model) = configuration.voice.detector else { return [] }
         return [model]
     }
 
     /// With Silero, its model must load: exit 69 naming the file when it is missing.
     public func prepare() async throws {
+        if let speakers = configuration.speakers {
+            _ = try await speakerEngines(speakers)
+            return
+        }
         guard configuration.mode == .voice || configuration.speechOnly,
             case .silero(let model) = configuration.voice.detector
         else { return }
@@ -163,6 +260,7 @@ public struct ChunkStage: Stage {
         var turn = configuration
         if case .silero = configuration.voice.detector, configuration.mode == .voice { turn.speechOnly = true }
         turn.mode = .whole
+        turn.speakers = nil
         turn.seconds = maxSeconds
         turn.overlap = 0
         return turn
@@ -174,13 +272,22 @@ public struct ChunkStage: Stage {
 
     public let id: String
     public let configuration: Configuration
+    let engines: EngineCache
+    let blocking: BlockingExecutor
+    let rateConversion: (any RateConversion)?
 
     public init(id: String, configuration: Configuration, context: StageContext) {
         self.id = id
         self.configuration = configuration
+        engines = context.engines
+        blocking = context.blocking
+        rateConversion = context.rateConversion
     }
 
     public func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioChunk>, _ item: ItemContext) async throws {
+        if let speakers = configuration.speakers {
+            return try await runSpeakers(speakers, input, output)
+        }
         var cutter: (any Cutter)?
         for try await block in input {
             if cutter == nil { cutter = try makeCutter(block.format) }
@@ -203,6 +310,9 @@ public struct ChunkStage: Stage {
             WholeCutter(
                 format: format, seconds: configuration.seconds,
                 speech: configuration.speechOnly ? try VoiceCutter(format: format, settings: configuration.voice) : nil)
+        case .speakers:
+            // Mode speakers has a cutter of its own that awaits its engines (`runSpeakers`).
+            throw ChunkError(.unsupported, "mode speakers is cut by runSpeakers")
         }
     }
 }

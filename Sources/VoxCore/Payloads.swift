@@ -117,6 +117,8 @@ public struct AudioChunk: Payload {
     /// Why a chunk was cut where it was.
     public enum Cut: String, Sendable, Codable {
         case window, voice, tail, whole, synthesized
+        /// One speaker's turn (`chunk` mode `speakers`).
+        case speaker
         /// No audio: a line or segment of a text input (`read-text`).
         case text
     }
@@ -132,10 +134,14 @@ public struct AudioChunk: Payload {
     /// The audio of this index goes on in the next chunk: speech made sentence by sentence comes
     /// as consecutive chunks of one index, all but the last continuing. A writer makes them one file.
     public var continues: Bool
+    /// Who speaks in the chunk, when a speaker chunker cut it: an enrolled voice's name, else
+    /// `Speaker N` in order of first appearance; nil for every other cut. Transcripts (and what
+    /// they carry on to) keep it with the chunk.
+    public var speaker: String?
 
     public init(
         format: AudioFormat, samples: [Float], start: Double, end: Double, index: Int, cut: Cut,
-        continues: Bool = false
+        continues: Bool = false, speaker: String? = nil
     ) {
         self.format = format
         self.samples = samples
@@ -144,6 +150,7 @@ public struct AudioChunk: Payload {
         self.index = index
         self.cut = cut
         self.continues = continues
+        self.speaker = speaker
     }
 
     public var frames: Int { format.channels > 0 ? samples.count / format.channels : 0 }

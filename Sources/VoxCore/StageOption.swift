@@ -83,6 +83,14 @@ extension Array: OptionValue where Element: OptionValue {
     public var json: JSONValue? { .array(compactMap(\.json)) }
 }
 
+extension Dictionary: OptionValue where Key == String, Value: OptionValue {
+    public init?(json: JSONValue) {
+        guard let object = json.objectValue else { return nil }
+        self = object.compactMapValues { Value(json: $0) }
+    }
+    public var json: JSONValue? { .object(compactMapValues(\.json)) }
+}
+
 extension Optional: OptionValue where Wrapped: OptionValue {
     /// Always a value: a JSON that is not the wrapped type reads as nil.
     public init?(json: JSONValue) { self = Wrapped(json: json) }
@@ -122,6 +130,14 @@ extension StageOptions {
     /// stays as it is).
     public func url(_ option: StageOption<String>) -> URL {
         URL(fileURLWithPath: self[option], relativeTo: baseDirectory).standardizedFileURL
+    }
+
+    /// A `namedPaths` option: each name with its path resolved against the spec's folder, in
+    /// the order of the names.
+    public func urls(_ option: StageOption<[String: String]>) -> [(name: String, url: URL)] {
+        self[option].sorted { $0.key < $1.key }.map {
+            ($0.key, URL(fileURLWithPath: $0.value, relativeTo: baseDirectory).standardizedFileURL)
+        }
     }
 
     /// An invalid-spec error about the option, naming its JSON path.

@@ -17,6 +17,9 @@ public struct OptionSpec: Sendable {
         case integerOrChoice(ClosedRange<Int>, [String])
         /// An array of strings from a closed set.
         case choices([String])
+        /// An object of names to paths (`{"Tutor": "voices/anna.wav"}`), each path resolved against
+        /// the spec's folder.
+        case namedPaths
         /// A provider block: `{"name": …, …}` with options that depend on the provider.
         case provider([ProviderSpec])
         /// The id of another stage of the spec, of one of these kinds (any kind when empty): a
@@ -48,6 +51,7 @@ public struct OptionSpec: Sendable {
         case .integerOrChoice(let r, let c):
             "integer \(r.lowerBound)…\(r.upperBound) | " + c.map { "\"\($0)\"" }.joined(separator: " | ")
         case .choices(let c): "[" + c.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
+        case .namedPaths: "{name: path}"
         case .provider(let p): "provider: " + p.map(\.name).joined(separator: " | ")
         case .stage(let kinds): kinds.isEmpty ? "stage id" : "id of a " + kinds.joined(separator: " | ") + " stage"
         }
@@ -103,6 +107,16 @@ public struct OptionSpec: Sendable {
                     throw VoxError(
                         .invalidSpec,
                         "\(path)[\(i)]: expected one of \(choices.map { "\"\($0)\"" }.joined(separator: " | "))")
+                }
+            }
+        case .namedPaths:
+            guard let object = value.objectValue else {
+                throw fail("expected an object of names to paths, got \(value.typeDescription)")
+            }
+            for name in object.keys.sorted() {
+                guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw fail("a name is empty") }
+                guard let file = object[name]?.stringValue, !file.isEmpty else {
+                    throw VoxError(.invalidSpec, "\(path).\(name): expected a path")
                 }
             }
         case .provider(let providers):

@@ -3,7 +3,7 @@ import VoxCore
 
 /// `write-transcript`: Transcript (or anything carrying one: Reply, Speech) → Artifact. Collects
 /// an item's transcripts and, at end of input, writes `<id>.<format>` for each format asked:
-/// txt, srt, vtt, tsv, json (whisper's shapes). Times are in the original file's time. Chunks
+/// txt, srt, vtt, tsv, json (whisper's shapes), rttm (speaker turns). Times are in the original file's time. Chunks
 /// that held no words are left out.
 public struct WriteTranscriptStage: Stage {
     public typealias Input = Transcript
@@ -14,7 +14,7 @@ public struct WriteTranscriptStage: Stage {
     }
 
     public static let kind = "write-transcript"
-    public static let summary = "Writes transcripts as txt, srt, vtt, tsv and whisper-style json."
+    public static let summary = "Writes transcripts as txt, srt, vtt, tsv, whisper-style json and RTTM speaker turns."
     /// Each option, declared once.
     public enum Option {
         public static let formats = StageOption<[TranscriptFormat]>(
@@ -53,10 +53,12 @@ public struct WriteTranscriptStage: Stage {
             if seen.insert(transcript.chunk.index).inserted { segments.append(transcript) }
         }
         segments.sort { $0.chunk.start < $1.chunk.start }
+        let recording = URL(fileURLWithPath: item.item.outputName).lastPathComponent
         for format in configuration.formats {
             let temp = try item.outputs.reserve(stageID: id, ext: format.rawValue)
             try await output.send(
-                try await item.outputs.write(Data(secrets.redact(format.render(segments)).utf8), to: temp))
+                try await item.outputs.write(
+                    Data(secrets.redact(format.render(segments, file: recording)).utf8), to: temp))
         }
     }
 }

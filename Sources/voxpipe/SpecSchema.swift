@@ -72,6 +72,8 @@ enum SpecSchema {
                 ]
             ]
         case .choices(let c): s = ["type": "array", "minItems": 1, "items": ["enum": .array(c.map { .string($0) })]]
+        case .namedPaths:
+            s = ["type": "object", "additionalProperties": ["type": "string", "minLength": 1]]
         case .provider(let providers):
             s = [
                 "oneOf": .array(

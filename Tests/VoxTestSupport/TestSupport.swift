@@ -125,6 +125,8 @@ public enum InstalledFixture: String, Sendable {
     case piperVoices = "/usr/local/share/voxpipe/voices/en_US-joe-medium"
     /// pocketsphinx's US English acoustic and language models (Debian's pocketsphinx-en-us).
     case pocketsphinxModel = "/usr/share/pocketsphinx/model/en-us"
+    /// The speaker diarization models `make setup` converts from a PyPI package.
+    case diarizationModels = "/usr/local/share/voxpipe/diarization"
 
     public var url: URL { URL(fileURLWithPath: rawValue) }
     public var isPresent: Bool { FileManager.default.fileExists(atPath: rawValue) }
@@ -133,7 +135,7 @@ public enum InstalledFixture: String, Sendable {
     public var isModel: Bool {
         switch self {
         case .librivox, .alsaFrontLeft, .alsaFrontRight: false
-        case .whisperModels, .sileroModel, .piperVoices, .pocketsphinxModel: true
+        case .whisperModels, .sileroModel, .piperVoices, .pocketsphinxModel, .diarizationModels: true
         }
     }
 
@@ -146,6 +148,7 @@ public enum InstalledFixture: String, Sendable {
         case .sileroModel: "the Silero VAD model"
         case .piperVoices: "a Piper voice"
         case .pocketsphinxModel: "the pocketsphinx model"
+        case .diarizationModels: "the speaker diarization models"
         }
     }
 
@@ -158,6 +161,7 @@ public enum InstalledFixture: String, Sendable {
         case .sileroModel: "needs the Silero VAD model in \(rawValue) (make setup installs it)"
         case .piperVoices: "needs the Piper voice in \(rawValue) (make setup installs it)"
         case .pocketsphinxModel: "needs \(rawValue) from Debian's pocketsphinx-en-us (make setup installs it)"
+        case .diarizationModels: "needs the speaker diarization models in \(rawValue) (make setup converts them)"
         }
     }
 }

@@ -112,6 +112,64 @@ import VoxTesting
         #expect(words.first?["probability"] as? Double == 0.9)
     }
 
+    /// A tutor and a learner taking turns, as chunk mode speakers labels them; the learner's
+    /// long turn came as two chunks.
+    var conversation: [Transcript] {
+        [("Tutor", "guten Morgen", 0.5, 2.25), ("Speaker 1", "Morgen", 3, 4), ("Speaker 1", "wie geht es", 4, 6.5)]
+            .enumerated().map { i, turn in
+                var t = transcript(turn.1, start: turn.2, end: turn.3, index: i)
+                t.chunk.speaker = turn.0
+                t.chunk.cut = .speaker
+                return t
+            }
+    }
+
+    @Test func speakersLeadSRTLinesAndAreWebVTTVoicesAndJSONFields() async throws {
+        let out = temporaryDirectory()
+        let harness = try StageHarness(
+            WriteTranscriptStage.self, id: "subs", options: ["formats": ["srt", "vtt", "json", "txt"]],
+            outputDirectory: out)
+        _ = try await harness.run(conversation)
+        func file(_ ext: String) throws -> String {
+            try String(contentsOf: out.appendingPathComponent("item/subs.\(ext)"), encoding: .utf8)
+        }
+        #expect(
+            try file("srt")
+                == "1\n00:00:00,500 --> 00:00:02,250\nTutor: guten Morgen\n\n2\n00:00:03,000 --> 00:00:04,000\n"
+                + "Speaker 1: Morgen\n\n3\n00:00:04,000 --> 00:00:06,500\nSpeaker 1: wie geht es\n\n")
+        #expect(
+            try file("vtt")
+                == "WEBVTT\n\n00:00:00.500 --> 00:00:02.250\n<v Tutor>guten Morgen\n\n00:00:03.000 --> 00:00:04.000\n"
+                + "<v Speaker 1>Morgen\n\n00:00:04.000 --> 00:00:06.500\n<v Speaker 1>wie geht es\n\n")
+        let object = try JSONSerialization.jsonObject(with: Data(try file("json").utf8)) as? [String: Any]
+        let segments = object?["segments"] as? [[String: Any]] ?? []
+        #expect(segments.compactMap { $0["speaker"] as? String } == ["Tutor", "Speaker 1", "Speaker 1"])
+        #expect(try file("txt") == "guten Morgen\nMorgen\nwie geht es\n")
+    }
+
+    @Test func rttmHasOneLinePerSpeakerTurnWithUnderscoresForSpaces() async throws {
+        let out = temporaryDirectory()
+        let harness = try StageHarness(
+            WriteTranscriptStage.self, id: "turns", options: ["formats": ["rttm"]], outputDirectory: out,
+            item: InputFile(
+                url: URL(fileURLWithPath: "/in/lesson 3.wav"), relativePath: "week 1/lesson 3.wav",
+                outputName: "week 1/lesson 3"))
+        _ = try await harness.run(conversation)
+        let rttm = try String(contentsOf: out.appendingPathComponent("week 1/lesson 3/turns.rttm"), encoding: .utf8)
+        #expect(
+            rttm
+                == "SPEAKER lesson_3 1 0.500 1.750 <NA> <NA> Tutor <NA> <NA>\n"
+                + "SPEAKER lesson_3 1 3.000 3.500 <NA> <NA> Speaker_1 <NA> <NA>\n")
+    }
+
+    @Test func withoutSpeakersTheFilesAreAsBeforeAndRTTMIsEmpty() async throws {
+        let (dir, _) = try await write(["srt", "vtt", "json", "rttm"])
+        let json = try String(contentsOf: dir.appendingPathComponent("subs.json"), encoding: .utf8)
+        #expect(!json.contains("speaker"))
+        #expect(!(try String(contentsOf: dir.appendingPathComponent("subs.vtt"), encoding: .utf8)).contains("<v "))
+        #expect(try String(contentsOf: dir.appendingPathComponent("subs.rttm"), encoding: .utf8) == "")
+    }
+
     @Test func aTranscriptCarriedByTwoRepliesIsWrittenOnce() async throws {
         let out = temporaryDirectory()
         let t = transcript("wie geht es dir", start: 0, end: 2, index: 0)

@@ -105,6 +105,32 @@ import VoxTestSupport
                     + "(stage 'replies')"), "\(wrongKind.stderr)")
     }
 
+    @Test func speakerTurnsWithAMissingVoiceClipExit66AndOnAnotherRateExit65() throws {
+        let dir = temporaryDirectory()
+        func validate(_ resample: String) throws -> Invocation {
+            let spec = try writeSpec(
+                """
+                {"stages": [
+                  {"id": "decode", "kind": "decode"}, \(resample)
+                  {"id": "turns", "kind": "chunk", "mode": "speakers", "voices": {"Tutor": "voices/anna.wav"}}
+                ]}
+                """, in: dir)
+            return try voxpipe(["validate", spec.path])
+        }
+        let missing = try validate(#"{"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},"#)
+        #expect(missing.status == 66)
+        #expect(
+            missing.stderr.contains(
+                "stages[2].voices.Tutor: no such file: \(dir.path)/voices/anna.wav (stage 'turns')"),
+            "\(missing.stderr)")
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("voices"), withIntermediateDirectories: true)
+        try Data().write(to: dir.appendingPathComponent("voices/anna.wav"))
+        let rate = try validate("")
+        #expect(rate.status == 65)
+        #expect(rate.stderr.contains("mode speakers takes 16 kHz mono"), "\(rate.stderr)")
+    }
+
     @Test func writeRecordsFromAStageOfAnotherKindExits65NamingItsPath() throws {
         let dir = temporaryDirectory()
         let records = packageRoot.appendingPathComponent("Pipelines/field-service").path

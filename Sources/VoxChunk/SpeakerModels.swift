@@ -1,0 +1,176 @@
+internal import CSherpaOnnx
+import Foundation
+import VoxCore
+
+/// The two models of speaker diarization that `make setup` converts (scripts/setup-diarization.sh)
+/// into `<prefix>/share/voxpipe/diarization/`: pyannote's segmentation 3.0 (who speaks in each
+/// 17-ms frame of a 10-s window, up to three at once) and 3D-Speaker's CAM++ speaker embedding
+/// (192 numbers per voice). `$VOXPIPE_DIARIZATION_MODELS` (colon-separated) is searched first.
+public struct SpeakerModels: Sendable, Equatable {
+    public static let segmentationFile = "pyannote-segmentation-3.0.onnx"
+    public static let embeddingFile = "3dspeaker-campplus-zh-en-advanced.onnx"
+    public static let sampleRate = 16000
+
+    public var segmentation: URL
+    public var embedding: URL
+
+    /// The first folder of the search path that holds both files; else the files where `make
+    /// setup` puts them, so prepare can name what is missing.
+    public static func installed() -> SpeakerModels {
+        let folders = installedDataSearchPath(variable: "VOXPIPE_DIARIZATION_MODELS", folder: "diarization")
+        let folder =
+            folders.first { folder in
+                [segmentationFile, embeddingFile].allSatisfy {
+                    FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path)
+                }
+            } ?? folders.first(where: { $0.path.hasPrefix("/usr/local/") }) ?? folders[0]
+        return SpeakerModels(
+            segmentation: folder.appendingPathComponent(segmentationFile).standardizedFileURL,
+            embedding: folder.appendingPathComponent(embeddingFile).standardizedFileURL)
+    }
+
+    /// Throws `ChunkError(.modelUnavailable)` (exit 69) naming the first file that is missing.
+    func checkPresent() throws {
+        for file in [segmentation, embedding] where !FileManager.default.fileExists(atPath: file.path) {
+            throw ChunkError(
+                .modelUnavailable,
+                "the speaker diarization model is not installed: \(file.path) (run make setup)")
+        }
+    }
+}
+
+/// pyannote segmentation, CAM++ embeddings and clustering over one bounded block of 16-kHz mono
+/// audio (sherpa-onnx's offline speaker diarization). One per item: it is made from settings that
+/// are the item's, and onnxruntime runs on one thread so the same samples give the same turns.
+final class Diarizer {
+    /// One speaker's stretch in a block: seconds from the block's start, and the block's own
+    /// speaker number (0-based, not comparable across blocks).
+    struct Segment: Equatable {
+        var start: Double
+        var end: Double
+        var speaker: Int
+    }
+
+    private let handle: OpaquePointer
+
+    /// `speakers` > 0 fixes how many speakers each block's clustering finds; else `threshold`
+    /// (sherpa-onnx's distance threshold: larger gives fewer speakers) decides.
+    init(models: SpeakerModels, speakers: Int, threshold: Double, windowShift: Double) throws {
+        let created: OpaquePointer? = models.segmentation.path.withCString { segmentation in
+            models.embedding.path.withCString { embedding in
+                "cpu".withCString { cpu in
+                    var c = SherpaOnnxOfflineSpeakerDiarizationConfig()
+                    c.segmentation.pyannote.model = segmentation
+                    c.segmentation.pyannote.window_shift_ratio = Float(windowShift)
+                    c.segmentation.num_threads = 1
+                    c.segmentation.provider = cpu
+                    c.embedding.model = embedding
+                    c.embedding.num_threads = 1
+                    c.embedding.provider = cpu
+                    c.clustering.num_clusters = Int32(speakers)
+                    c.clustering.threshold = Float(threshold)
+                    // Short turns and gaps are the chunker's to judge (minTurn); 0 keeps them all.
+                    c.min_duration_on = 0
+                    c.min_duration_off = 0
+                    return SherpaOnnxCreateOfflineSpeakerDiarization(&c)
+                }
+            }
+        }
+        guard let created else {
+            throw ChunkError(
+                .modelUnavailable,
+                "sherpa-onnx could not load the speaker diarization models \(models.segmentation.path) and "
+                    + "\(models.embedding.path)")
+        }
+        handle = created
+    }
+
+    deinit { SherpaOnnxDestroyOfflineSpeakerDiarization(handle) }
+
+    /// Who speaks when in `samples` (16 kHz mono), sorted by start; nothing for silence.
+    func segments(_ samples: ArraySlice<Float>) throws -> [Segment] {
+        guard samples.count >= SpeakerModels.sampleRate / 10 else { return [] }
+        guard let count = Int32(exactly: samples.count) else {
+            throw ChunkError(.unsupported, "a diarization block of \(samples.count) samples is too long")
+        }
+        guard
+            let result = samples.withUnsafeBufferPointer({
+                SherpaOnnxOfflineSpeakerDiarizationProcess(handle, $0.baseAddress, count)
+            })
+        else { throw ChunkError(.unsupported, "sherpa-onnx's speaker diarization failed on this audio") }
+        defer { SherpaOnnxOfflineSpeakerDiarizationDestroyResult(result) }
+        let n = Int(SherpaOnnxOfflineSpeakerDiarizationResultGetNumSegments(result))
+        guard n > 0, let sorted = SherpaOnnxOfflineSpeakerDiarizationResultSortByStartTime(result) else { return [] }
+        defer { SherpaOnnxOfflineSpeakerDiarizationDestroySegment(sorted) }
+        return UnsafeBufferPointer(start: sorted, count: n).map {
+            Segment(start: Double($0.start), end: Double($0.end), speaker: Int($0.speaker))
+        }
+    }
+}
+
+/// CAM++ speaker embeddings of stretches of audio: a block's speakers (to tell whether one is
+/// a speaker of an earlier block) and enrolled voices. Shared by every item of a run (through
+/// the engine cache): computing is a `const` call, and onnxruntime runs a session from several
+/// threads at once.
+final class SpeakerEmbedder: @unchecked Sendable {
+    private let handle: OpaquePointer
+    let dimension: Int
+
+    init(model: URL) throws {
+        let created: OpaquePointer? = model.path.withCString { path in
+            "cpu".withCString { cpu in
+                var c = SherpaOnnxSpeakerEmbeddingExtractorConfig()
+                c.model = path
+                c.num_threads = 1
+                c.provider = cpu
+                return SherpaOnnxCreateSpeakerEmbeddingExtractor(&c)
+            }
+        }
+        guard let created else {
+            throw ChunkError(.modelUnavailable, "sherpa-onnx could not load the speaker embedding model \(model.path)")
+        }
+        handle = created
+        dimension = Int(SherpaOnnxSpeakerEmbeddingExtractorDim(created))
+    }
+
+    deinit { SherpaOnnxDestroySpeakerEmbeddingExtractor(handle) }
+
+    /// The embedding of `samples` (16 kHz mono), scaled to length 1; nil when there is too little
+    /// audio for one.
+    func embedding(_ samples: [Float]) -> [Float]? {
+        guard !samples.isEmpty, let count = Int32(exactly: samples.count),
+            let stream = SherpaOnnxSpeakerEmbeddingExtractorCreateStream(handle)
+        else { return nil }
+        defer { SherpaOnnxDestroyOnlineStream(stream) }
+        samples.withUnsafeBufferPointer {
+            SherpaOnnxOnlineStreamAcceptWaveform(stream, Int32(SpeakerModels.sampleRate), $0.baseAddress, count)
+        }
+        SherpaOnnxOnlineStreamInputFinished(stream)
+        guard SherpaOnnxSpeakerEmbeddingExtractorIsReady(handle, stream) != 0,
+            let vector = SherpaOnnxSpeakerEmbeddingExtractorComputeEmbedding(handle, stream)
+        else { return nil }
+        defer { SherpaOnnxSpeakerEmbeddingExtractorDestroyEmbedding(vector) }
+        return SpeakerEmbedding.normalized(Array(UnsafeBufferPointer(start: vector, count: dimension)))
+    }
+}
+
+/// Arithmetic on embeddings.
+enum SpeakerEmbedding {
+    /// `v` scaled to length 1 (unchanged when it is all zeros).
+    static func normalized(_ v: [Float]) -> [Float] {
+        let norm = v.reduce(Float(0)) { $0 + $1 * $1 }.squareRoot()
+        return norm > 0 ? v.map { $0 / norm } : v
+    }
+
+    /// The cosine similarity of two embeddings (-1…1).
+    static func cosine(_ a: [Float], _ b: [Float]) -> Double {
+        guard a.count == b.count, !a.isEmpty else { return -1 }
+        var dot = 0.0, na = 0.0, nb = 0.0
+        for i in a.indices {
+            dot += Double(a[i]) * Double(b[i])
+            na += Double(a[i]) * Double(a[i])
+            nb += Double(b[i]) * Double(b[i])
+        }
+        return na > 0 && nb > 0 ? dot / (na.squareRoot() * nb.squareRoot()) : -1
+    }
+}

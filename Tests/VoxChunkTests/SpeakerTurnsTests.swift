@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import VoxCore
+import VoxTestSupport
+import VoxTesting
+
+@testable import VoxChunk
+
+/// Mode `speakers` without its models: its options, and the steps from a diarizer's segments to
+/// labelled turns.
+@Suite struct SpeakerTurnsTests {
+    func turn(_ start: Double, _ end: Double, _ speaker: Int) -> SpeakerTurn {
+        SpeakerTurn(start: start, end: end, speaker: speaker)
+    }
+
+    @Test func aSpeakerCountOutOfRangeFailsAtLoadNamingItsPath() {
+        for count in [0, 100] {
+            let error = #expect(throws: VoxError.self) {
+                try StageHarness(ChunkStage.self, options: ["mode": "speakers", "speakers": .number(Double(count))])
+            }
+            #expect(error?.category == .invalidSpec)
+            #expect(error?.message == "stages[0].speakers: \(count) is out of range 1…20")
+        }
+    }
+
+    @Test func speakerOptionsOnAnotherModeFailAtLoad() {
+        for (name, value) in [("minTurn", JSONValue.number(1)), ("overlapSpeech", "drop"), ("speakers", 2)] {
+            let error = #expect(throws: VoxError.self) {
+                try StageHarness(ChunkStage.self, options: ["mode": "voice", name: value])
+            }
+            #expect(error?.message == "stages[0].\(name): applies to mode speakers only")
+        }
+        let both = #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "speakers", "speakers": 2, "speakerThreshold": 0.7])
+        }
+        #expect(both?.message == "stages[0].speakerThreshold: applies only when speakers (the count) is not set")
+        let overlap = #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "speakers", "overlapSpeech": "both"])
+        }
+        #expect(overlap?.message == "stages[0].overlapSpeech: \"both\" is not one of \"first\" | \"drop\"")
+    }
+
+    @Test func aMissingVoiceClipFailsAtLoadAsMissingInput() {
+        let dir = URL(fileURLWithPath: temporaryDirectory().path, isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let error = #expect(throws: VoxError.self) {
+            try StageHarness(
+                ChunkStage.self, options: ["mode": "speakers", "voices": ["Tutor": "voices/anna.wav"]],
+                baseDirectory: dir)
+        }
+        #expect(error?.category == .noInput)
+        #expect(error?.message == "stages[0].voices.Tutor: no such file: \(dir.path)/voices/anna.wav")
+        let notPath = #expect(throws: VoxError.self) {
+            try StageHarness(ChunkStage.self, options: ["mode": "speakers", "voices": ["Tutor": 3]])
+        }
+        #expect(notPath?.message == "stages[0].voices.Tutor: expected a path")
+    }
+
+    @Test func overlappedSpeechStaysWithTheFirstSpeakerOrIsDropped() {
+        // 0 speaks 0-5, 1 speaks 4-8, and 0 says something at 6-7 inside it.
+        let segments = [turn(0, 5, 0), turn(4, 8, 1), turn(6, 7, 0)]
+        #expect(SpeakerTurns.resolveOverlaps(segments, policy: .first) == [turn(0, 5, 0), turn(5, 8, 1)])
+        #expect(
+            SpeakerTurns.resolveOverlaps(segments, policy: .drop) == [turn(0, 4, 0), turn(5, 6, 1), turn(7, 8, 1)])
+    }
+
+    @Test func shortTurnsGoToTheNearerNeighbourAndOneSpeakersTurnsJoin() {
+        // A 0.2-s turn of 1 between two of 0: it becomes 0's, and the three are one turn.
+        let merged = SpeakerTurns.mergeShort(
+            [turn(0, 3, 0), turn(3.1, 3.3, 1), turn(3.4, 6, 0), turn(6.2, 9, 1)], minTurn: 0.3, joinGap: 0.5)
+        #expect(merged == [turn(0, 6, 0), turn(6.2, 9, 1)])
+        // A short turn with nobody near stays.
+        let alone = [turn(0, 3, 0), turn(5, 5.2, 1), turn(8, 9, 0)]
+        #expect(SpeakerTurns.mergeShort(alone, minTurn: 0.3, joinGap: 0.5) == alone)
+    }
+
+    @Test func turnsArePaddedIntoTheSilenceAroundThemButNotIntoAnotherTurn() {
+        let turns = [turn(0.1, 3, 0), turn(3.2, 5, 1), turn(8, 9.9, 0)]
+        let padded = SpeakerCutter.padded(turns, by: 0.2, end: 10)
+        #expect(padded == [turn(0.05, 3.1, 0), turn(3.1, 5.2, 1), turn(7.8, 9.95, 0)])
+    }
+
+    @Test func blockSpeakersMatchEarlierOnesByVoiceAndNewOnesAreNumbered() {
+        let a: [Float] = [1, 0, 0], b: [Float] = [0, 1, 0], c: [Float] = [0, 0, 1]
+        var book = SpeakerBook(threshold: 0.5, limit: nil, voices: [.init(name: "Tutor", embedding: c)])
+        #expect(book.assign([(a, 10), (b, 5)]) == [0, 1])
+        // The next block has b first, then a voice like a, then the enrolled one.
+        #expect(book.assign([(b, 3), ([0.9, 0.1, 0], 4), (c, 2)]) == [1, 0, 2])
+        #expect(book.speakers.map(\.label) == ["Speaker 1", "Speaker 2", "Tutor"])
+        // With a count, a speaker past it goes to the nearest.
+        var two = SpeakerBook(threshold: 0.5, limit: 2, voices: [])
+        #expect(two.assign([(a, 1), (b, 1)]) == [0, 1])
+        #expect(two.assign([([0, 0.6, 0.8], 1), ([0.2, 0.9, 0.3], 1)]) == [1, 1])
+        #expect(two.speakers.count == 2)
+    }
+}
