@@ -50,6 +50,7 @@ demo: build-debug
 	$(DEBUG_BIN) validate Pipelines/lesson-tutor.json
 	$(DEBUG_BIN) run Pipelines/lesson-tutor.json $(filter-out %.md,$(wildcard Samples/*.*)) --output $(DEMO_OUT)
 	$(DEBUG_BIN) run Pipelines/field-service-agents.json Samples/field-service --output $(DEMO_OUT)/field-service
+	$(DEBUG_BIN) run Pipelines/lesson-speakers.json Samples/speakers --output $(DEMO_OUT)/speakers
 	@echo
 	@echo "demo outputs (one folder per sample: subtitles, spoken replies at 48 kHz, replies.json):"
 	@find $(DEMO_OUT) -type f ! -name '.*' | sort | sed 's/^/  /'
@@ -59,6 +60,9 @@ demo: build-debug
 	@echo
 	@echo "$(DEMO_OUT)/field-service/book-job/records/job.json (a field-service session's saved job):"
 	@cat $(DEMO_OUT)/field-service/book-job/records/job.json
+	@echo
+	@echo "$(DEMO_OUT)/speakers/lesson-two-voices/subs.vtt (a lesson of two voices, who said what):"
+	@cat $(DEMO_OUT)/speakers/lesson-two-voices/subs.vtt
 
 bench: build
 	bench/bench.sh
