@@ -3,9 +3,10 @@
 # 1. Diarization error rate at a 0.25-s collar (md-eval.pl from Debian's sctk) on four
 #    conversations voxpipe was not tuned on (bench/diarization_conversations.py: two of two
 #    speakers, two of three; the LibriVox reader, Piper, espeak-ng; pauses, overlaps,
-#    back-channels), voxpipe's chunk mode speakers (the count given) through write-transcript's
-#    RTTM, beside the reference on the same files: sherpa-onnx's own Python diarization on the
-#    same converted models (bench/diarization_sherpa.py).
+#    back-channels), voxpipe's chunk mode speakers (the count given; windowShift 0.1, as
+#    Pipelines/lesson-speakers.json) through write-transcript's RTTM, beside the reference on the
+#    same files: sherpa-onnx's own Python diarization on the same converted models
+#    (bench/diarization_sherpa.py).
 # 2. Speed and memory, diarization alone (decode, resample, chunk mode speakers, write-wav),
 #    --jobs 1: a 10-minute and a 60-minute conversation (the two-speaker ones, repeated).
 set -euo pipefail
@@ -29,7 +30,7 @@ for n in 2 3; do
   cat >"$W/spk$n.json" <<JSON
 {"stages": [{"id": "decode", "kind": "decode"},
   {"id": "mono16k", "kind": "resample", "rate": 16000, "channels": 1},
-  {"id": "turns", "kind": "chunk", "mode": "speakers", "speakers": $n},
+  {"id": "turns", "kind": "chunk", "mode": "speakers", "speakers": $n, "windowShift": 0.1},
   {"id": "asr", "kind": "transcribe", "provider": {"name": "whisper", "model": "base", "language": "en"}},
   {"id": "who", "kind": "write-transcript", "from": "asr", "formats": ["rttm"]}]}
 JSON
