@@ -47,85 +47,96 @@ public struct ChunkStage: Stage {
                 + "speakers: one chunk per speaker turn, labelled (16 kHz mono; the diarization models).")
         public static let seconds = StageOption<Double?>(
             "seconds", .number(0.01...86400),
-            help: "window: window length (default 8); tail: length kept (default 300); whole: longest (default 300).")
+            help: "window: window length (default 8); tail: length kept (default 300); whole: longest (default 300)."
+        ).only(where: mode, is: .window, .tail, .whole)
         public static let overlap = StageOption<Double>(
-            "overlap", .number(0...3600), default: 0, help: "window: seconds each window shares with the one before.")
+            "overlap", .number(0...3600), default: 0, help: "window: seconds each window shares with the one before."
+        ).only(where: mode, is: .window)
         public static let minSilence = StageOption<Double>(
-            "minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment.")
+            "minSilence", .number(0.01...60), default: 0.5, help: "voice: a pause this long ends a segment."
+        ).only(where: mode, is: .voice)
         public static let padding = StageOption<Double>(
             "padding", .number(0...10), default: 0.2,
             help:
                 "voice, speakers: seconds of context kept before and after speech (speakers: at most half-way to the "
-                + "next turn).")
+                + "next turn)."
+        ).only(where: mode, is: .voice, .speakers)
         public static let minSeconds = StageOption<Double>(
-            "minSeconds", .number(0...60), default: 0.25, help: "voice: shorter segments (clicks, coughs) are dropped.")
+            "minSeconds", .number(0...60), default: 0.25, help: "voice: shorter segments (clicks, coughs) are dropped."
+        ).only(where: mode, is: .voice)
         public static let maxSeconds = StageOption<Double>(
             "maxSeconds", .number(0.5...3600), default: 30,
-            help: "voice, speakers: longer turns are split at their quietest point.")
+            help: "voice, speakers: longer turns are split at their quietest point."
+        ).only(where: mode, is: .voice, .speakers)
         public static let joinPause = StageOption<Double>(
             "joinPause", .number(0...60), default: 0,
             help:
                 "voice: segments with pauses up to this long between them are one chunk (pauses kept) while it fits "
-                + "in maxSeconds, cut at its last pause: fewer, longer chunks for Whisper's 30-s window (0: off).")
+                + "in maxSeconds, cut at its last pause: fewer, longer chunks for Whisper's 30-s window (0: off)."
+        ).only(where: mode, is: .voice)
         public static let threshold = StageOption<Double>(
             "threshold", .number(1...60), default: 12,
-            help: "voice, energy: dB above the noise floor that counts as speech.")
+            help: "voice, energy: dB above the noise floor that counts as speech."
+        )
+        .only(where: mode, is: .voice).only(where: detector, is: .energy)
         public static let detector = StageOption<DetectorName>(
             "detector", default: .energy,
             help:
                 "voice: energy (no model; any sound louder than the background) or silero (the Silero VAD network "
-                + "that make setup installs; speech only, not music or noise; takes 16 kHz mono).")
+                + "that make setup installs; speech only, not music or noise; takes 16 kHz mono)."
+        ).only(where: mode, is: .voice)
         public static let vadModel = StageOption<String>(
             "vadModel", .string, default: "silero",
-            help: "voice, silero: an installed model name, or a ggml Silero VAD file (relative to the spec).")
+            help: "voice, silero: an installed model name, or a ggml Silero VAD file (relative to the spec)."
+        )
+        .only(where: mode, is: .voice).only(where: detector, is: .silero)
         public static let speechProbability = StageOption<Double>(
             "speechProbability", .number(0.05...0.95), default: 0.5,
-            help: "voice, silero: the probability from which a 32-ms window counts as speech.")
+            help: "voice, silero: the probability from which a 32-ms window counts as speech."
+        )
+        .only(where: mode, is: .voice).only(where: detector, is: .silero)
 
         public static let speakers = StageOption<Int?>(
             "speakers", .integer(1...20),
-            help: "speakers: how many speakers there are (unset: as many as speakerThreshold finds).")
+            help: "speakers: how many speakers there are (unset: as many as speakerThreshold finds)."
+        ).only(where: mode, is: .speakers)
         public static let speakerThreshold = StageOption<Double>(
             "speakerThreshold", .number(0.05...2), default: 0.8,
-            help: "speakers, without a count: the clustering's distance threshold (larger: fewer speakers).")
+            help: "speakers, without a count: the clustering's distance threshold (larger: fewer speakers)."
+        ).only(where: mode, is: .speakers)
         public static let voiceMatch = StageOption<Double>(
             "voiceMatch", .number(0...1), default: 0.5,
             help:
                 "speakers: the cosine similarity of mean voice embeddings from which two speakers are one (a "
-                + "speaker of an earlier block, an enrolled voice).")
+                + "speaker of an earlier block, an enrolled voice)."
+        ).only(where: mode, is: .speakers)
         public static let minTurn = StageOption<Double>(
             "minTurn", .number(0...10), default: 0.3,
-            help: "speakers: shorter turns go to the neighbouring turn (within 0.5 s).")
+            help: "speakers: shorter turns go to the neighbouring turn (within 0.5 s)."
+        ).only(where: mode, is: .speakers)
         public static let overlapSpeech = StageOption<OverlapPolicy>(
             "overlapSpeech", default: .first,
-            help: "speakers: speech of two at once: first keeps it with the speaker who started first; drop drops it.")
+            help: "speakers: speech of two at once: first keeps it with the speaker who started first; drop drops it."
+        ).only(where: mode, is: .speakers)
         public static let voices = StageOption<[String: String]>(
             "voices", .namedPaths, default: [:],
             help:
                 "speakers: enrolled voices, names to clips (16-bit PCM WAV, relative to the spec): a speaker who "
-                + "matches one (voiceMatch) is given its name; the rest are numbered.")
+                + "matches one (voiceMatch) is given its name; the rest are numbered."
+        ).only(where: mode, is: .speakers)
         public static let blockSeconds = StageOption<Double>(
             "blockSeconds", .number(30...3600), default: 600,
             help:
                 "speakers: audio diarized at once (memory holds one block whatever the input's length); blocks' "
-                + "speakers are matched by voice.")
+                + "speakers are matched by voice."
+        ).only(where: mode, is: .speakers)
         public static let windowShift = StageOption<Double>(
             "windowShift", .number(0.05...1), default: 0.25,
             help:
                 "speakers: the segmentation window's hop, as a fraction of its 10 s (smaller: slower; 0.5 halves the "
-                + "time and misplaced a turn's end in tests).")
+                + "time and misplaced a turn's end in tests)."
+        ).only(where: mode, is: .speakers)
 
-        /// The options of mode voice only, of mode speakers only, and of each detector only.
-        static let voiceOnly = [
-            minSilence.spec, minSeconds.spec, threshold.spec, detector.spec,
-            vadModel.spec, speechProbability.spec, joinPause.spec,
-        ]
-        static let speakersOnly = [
-            speakers.spec, speakerThreshold.spec, voiceMatch.spec, minTurn.spec, overlapSpeech.spec, voices.spec,
-            blockSeconds.spec, windowShift.spec,
-        ]
-        static let energyOnly = [threshold.spec]
-        static let sileroOnly = [vadModel.spec, speechProbability.spec]
     }
 
     /// The voice detectors `detector` names.
@@ -146,32 +157,10 @@ public struct ChunkStage: Stage {
         if mode == .window && overlap >= seconds {
             throw options.error(Option.overlap, "must be shorter than the window (\(seconds) s)")
         }
-        if mode != .window && options.isSet(Option.overlap) {
-            throw options.error(Option.overlap, "applies to mode window only")
-        }
-        for spec in Option.voiceOnly where mode != .voice && options.isSet(spec.name) {
-            throw options.error(spec.name, "applies to mode voice only")
-        }
-        for spec in Option.speakersOnly where mode != .speakers && options.isSet(spec.name) {
-            throw options.error(spec.name, "applies to mode speakers only")
-        }
-        for spec in [Option.maxSeconds.spec, Option.padding.spec]
-        where mode != .voice && mode != .speakers && options.isSet(spec.name) {
-            throw options.error(spec.name, "applies to modes voice and speakers only")
-        }
-        if mode == .speakers && options.isSet(Option.seconds) {
-            throw options.error(Option.seconds, "does not apply to mode speakers (use maxSeconds)")
-        }
-        if mode == .speakers && options.isSet(Option.speakers) && options.isSet(Option.speakerThreshold) {
+        if options.isSet(Option.speakers) && options.isSet(Option.speakerThreshold) {
             throw options.error(Option.speakerThreshold, "applies only when speakers (the count) is not set")
         }
         let detector = options[Option.detector]
-        for spec in detector == .silero ? Option.energyOnly : Option.sileroOnly where options.isSet(spec.name) {
-            throw options.error(spec.name, "does not apply to the \(detector.rawValue) detector")
-        }
-        if mode == .voice && options.isSet(Option.seconds) {
-            throw options.error(Option.seconds, "does not apply to mode voice (use minSeconds and maxSeconds)")
-        }
         let voice = VoiceDetector.Settings(
             minSilence: options[Option.minSilence], padding: options[Option.padding],
             minSeconds: options[Option.minSeconds], maxSeconds: options[Option.maxSeconds],

@@ -16,7 +16,7 @@ import Foundation
 /// An option whose default depends on other options (a mode's) is a `StageOption<Value?>`
 /// declared without a default: it reads as nil when the spec leaves it out.
 public struct StageOption<Value: OptionValue>: Sendable {
-    public let spec: OptionSpec
+    public private(set) var spec: OptionSpec
     /// The value when the spec leaves the option out.
     public let fallback: Value
 
@@ -25,6 +25,21 @@ public struct StageOption<Value: OptionValue>: Sendable {
     public init(_ name: String, _ kind: OptionSpec.Kind, default fallback: Value, help: String) {
         self.fallback = fallback
         spec = OptionSpec(name, kind, default: fallback.json, help: help)
+    }
+}
+
+extension StageOption {
+    /// This option, applying only where `option` (a mode, a format: a choice or a boolean of the
+    /// same block) is one of `values`: declared here, checked at load for every stage alike and
+    /// emitted to the schema.
+    ///
+    /// ```swift
+    /// static let minSilence = StageOption<Double>(…).only(where: mode, is: .voice)
+    /// ```
+    public func only<Other>(where option: StageOption<Other>, is values: Other...) -> StageOption {
+        var copy = self
+        copy.spec.appliesWhen.append(OptionCondition(option: option.name, values: values.compactMap(\.json)))
+        return copy
     }
 }
 

@@ -31,6 +31,12 @@ public struct OptionSpec: Sendable {
     public var kind: Kind
     public var defaultValue: JSONValue?
     public var help: String
+    /// Where the option applies: each condition names another option of the same block and the
+    /// values it must have (set, or by its default); empty: everywhere. Set by `StageOption.only`.
+    /// Checked when a spec loads (an option set where it does not apply is an error naming its
+    /// JSON path) and emitted to the JSON Schema as one `oneOf` branch per value of the option
+    /// named, so an editor refuses it too.
+    public var appliesWhen: [OptionCondition] = []
 
     public init(_ name: String, _ kind: Kind, default defaultValue: JSONValue? = nil, help: String) {
         self.name = name
@@ -141,6 +147,28 @@ public struct OptionSpec: Sendable {
     }
 }
 
+/// That an option applies only where another option (a mode, a format) has one of `values`.
+public struct OptionCondition: Sendable, Equatable {
+    public var option: String
+    public var values: [JSONValue]
+
+    public init(option: String, values: [JSONValue]) {
+        self.option = option
+        self.values = values
+    }
+
+    /// The values as a message lists them: `window, tail or whole`.
+    var valuesDescription: String {
+        let names = values.map(\.conditionText)
+        return names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " or " + names.last!
+    }
+}
+
+extension JSONValue {
+    /// A string as it is, anything else as JSON: how a condition's value is named in messages.
+    fileprivate var conditionText: String { stringValue ?? String(decoding: canonicalData(), as: UTF8.self) }
+}
+
 /// A provider of a stage (pocketsphinx, openai, …) and the options its block takes.
 public struct ProviderSpec: Sendable {
     public var name: String
@@ -164,6 +192,18 @@ func validateOptions(_ values: [String: JSONValue], against specs: [OptionSpec],
     }
     for spec in specs {
         if let value = values[spec.name] { try spec.validate(value, path: "\(path).\(spec.name)") }
+    }
+    for spec in specs where values[spec.name] != nil {
+        // A block that does not declare the deciding option (write-wav, without a format) is not bound by it.
+        for condition in spec.appliesWhen {
+            guard let decider = specs.first(where: { $0.name == condition.option }) else { continue }
+            let actual = values[condition.option] ?? decider.defaultValue
+            if let actual, condition.values.contains(actual) { continue }
+            throw VoxError(
+                .invalidSpec,
+                "\(path).\(spec.name): applies only where \(condition.option) is \(condition.valuesDescription) (here: "
+                    + "\(actual?.conditionText ?? "unset"))")
+        }
     }
 }
 

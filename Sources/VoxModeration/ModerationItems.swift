@@ -59,7 +59,8 @@ public struct ModerationItems: ItemExpansion {
                 + "per track.")
         public static let seats = StageOption<String>(
             "seats", .choice(["all", "reported"]), default: "all",
-            help: "With split: every seat, or only the reported user's.")
+            help: "With split: every seat, or only the reported user's."
+        ).only(where: channels, is: "split")
         public static let sidecar = StageOption<SidecarPolicy>(
             "sidecar", default: .optional,
             help:
@@ -83,9 +84,6 @@ public struct ModerationItems: ItemExpansion {
     /// Reads `options` (those of `options` above; the stage's own are its business).
     public static func configure(_ options: StageOptions) throws -> Configuration {
         let split = options[Option.channels] == "split"
-        if !split && options.isSet(Option.seats) {
-            throw options.error(Option.seats, "applies with \"channels\": \"split\" only")
-        }
         return Configuration(
             split: split, reportedSeatsOnly: options[Option.seats] == "reported", sidecar: options[Option.sidecar],
             windowSeconds: options[Option.windowSeconds], debounceSeconds: options[Option.debounceSeconds])

@@ -44,7 +44,8 @@ public struct WriteAudioStage: Stage {
             help: "File format: wav, flac, mp3, ogg (Vorbis), opus (Ogg Opus), m4a (AAC, encoded by ffmpeg).")
         public static let encoding = StageOption<WAVEncoding>(
             "encoding", default: .pcm16,
-            help: "wav, flac: sample encoding, 16- or 24-bit PCM, or 32-bit float (wav only).")
+            help: "wav, flac: sample encoding, 16- or 24-bit PCM, or 32-bit float (wav only)."
+        ).only(where: format, is: .wav, .flac)
         public static let rate = StageOption<Int?>(
             "rate", .integer(8000...192_000),
             help: "Sample rate of the files (converted with libsoxr); absent keeps the input's (opus, mp3: 48 kHz "
@@ -52,12 +53,15 @@ public struct WriteAudioStage: Stage {
         public static let quality = StageOption<Double?>(
             "quality", .number(0...1),
             help: "mp3, ogg, opus: 0 smallest … 1 best (libsndfile's compression level turned round); flac: "
-                + "how hard to compress. Absent: the library's default.")
+                + "how hard to compress. Absent: the library's default."
+        ).only(where: format, is: .flac, .mp3, .ogg, .opus)
         public static let bitrateMode = StageOption<BitrateMode?>(
             "bitrateMode", .choice(BitrateMode.allCases.map(\.rawValue)),
-            help: "mp3, opus: constant, average or variable bit rate.")
+            help: "mp3, opus: constant, average or variable bit rate."
+        ).only(where: format, is: .mp3, .opus)
         public static let bitrate = StageOption<Int>(
-            "bitrate", .integer(16...512), default: 96, help: "m4a: AAC bit rate in kbit/s.")
+            "bitrate", .integer(16...512), default: 96, help: "m4a: AAC bit rate in kbit/s."
+        ).only(where: format, is: .m4a)
     }
 
     public static let options: [OptionSpec] = [
@@ -68,20 +72,8 @@ public struct WriteAudioStage: Stage {
     public static func configure(_ options: StageOptions) throws -> Configuration {
         let format = options[Option.format]
         let sampleEncoding = options[Option.encoding]
-        if options.isSet(Option.encoding) && !format.isLossless {
-            throw options.error(Option.encoding, "applies to wav and flac only (\(format.rawValue) is compressed)")
-        }
         if format == .flac && sampleEncoding == .float32 {
             throw options.error(Option.encoding, "flac holds integer samples: pcm16 or pcm24")
-        }
-        if options.isSet(Option.quality) && (format == .wav || format == .m4a) {
-            throw options.error(Option.quality, "applies to flac, mp3, ogg and opus (m4a: use bitrate)")
-        }
-        if options.isSet(Option.bitrateMode) && format != .mp3 && format != .opus {
-            throw options.error(Option.bitrateMode, "applies to mp3 and opus only")
-        }
-        if options.isSet(Option.bitrate) && format != .m4a {
-            throw options.error(Option.bitrate, "applies to m4a only (the others: quality)")
         }
         let rate = options[Option.rate]
         if let rate, let rates = format.sampleRates, !rates.contains(rate) {

@@ -20,13 +20,20 @@ enum SpecSchema {
                 ],
             ]
             for option in kind.options { properties[option.name] = schema(option) }
-            defs[kind.kind] = [
+            var def: [String: JSONValue] = [
                 "type": "object",
                 "description": .string("\(kind.summary) Takes \(kind.inputDescription), gives \(kind.output)."),
                 "required": ["id", "kind"],
                 "additionalProperties": false,
                 "properties": .object(properties),
             ]
+            let conditions = applicability(kind.options)
+            if conditions.count == 1 {
+                def.merge(conditions[0].objectValue ?? [:]) { a, _ in a }
+            } else if !conditions.isEmpty {
+                def["allOf"] = .array(conditions)
+            }
+            defs[kind.kind] = .object(def)
         }
         return [
             "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -50,6 +57,40 @@ enum SpecSchema {
             ],
             "$defs": .object(defs),
         ]
+    }
+
+    /// Where options apply (`OptionSpec.appliesWhen`), as JSON Schema: for each option others
+    /// depend on (a mode, a format), `oneOf` a branch per value it can take, each refusing the
+    /// options that do not apply there (a `false` property schema). A value other than the default
+    /// must be given (`required`), so a stage that leaves the option out matches the default's branch only.
+    static func applicability(_ options: [OptionSpec]) -> [JSONValue] {
+        var deciding: [String] = []
+        for option in options {
+            for condition in option.appliesWhen where !deciding.contains(condition.option) {
+                deciding.append(condition.option)
+            }
+        }
+        return deciding.compactMap { name -> JSONValue? in
+            guard let decider = options.first(where: { $0.name == name }) else { return nil }
+            let values: [JSONValue]
+            switch decider.kind {
+            case .choice(let choices): values = choices.map { .string($0) }
+            case .boolean: values = [false, true]
+            default: return nil
+            }
+            let branches = values.map { value -> JSONValue in
+                // An option that does not apply here is refused by the `false` schema.
+                var properties: [String: JSONValue] = [name: ["const": value]]
+                for option in options
+                where option.appliesWhen.contains(where: { $0.option == name && !$0.values.contains(value) }) {
+                    properties[option.name] = false
+                }
+                var branch: [String: JSONValue] = ["properties": .object(properties)]
+                if value != decider.defaultValue { branch["required"] = [.string(name)] }
+                return .object(branch)
+            }
+            return ["oneOf": .array(branches)]
+        }
     }
 
     static func schema(_ option: OptionSpec) -> JSONValue {

@@ -28,7 +28,7 @@ import VoxTesting
             let error = #expect(throws: VoxError.self) {
                 try StageHarness(ChunkStage.self, options: ["mode": "voice", name: value])
             }
-            #expect(error?.message == "stages[0].\(name): applies to mode speakers only")
+            #expect(error?.message == "stages[0].\(name): applies only where mode is speakers (here: voice)")
         }
         let both = #expect(throws: VoxError.self) {
             try StageHarness(ChunkStage.self, options: ["mode": "speakers", "speakers": 2, "speakerThreshold": 0.7])

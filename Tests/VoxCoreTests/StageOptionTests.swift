@@ -33,4 +33,28 @@ import VoxCore
         #expect(throws: VoxError.self) { try options(["width": 11]) }
         #expect(throws: VoxError.self) { try options(["shape": "oval"]) }
     }
+
+    static let corner = StageOption<Double>("corner", .number(0...1), default: 0, help: "Rounded corners.")
+        .only(where: shape, is: .square)
+    static let filled = StageOption<Bool>("filled", .boolean, default: false, help: "Filled.")
+    static let fill = StageOption<String?>("fill", .string, help: "The fill colour.").only(where: filled, is: true)
+
+    /// Where an option applies is declared with it: set elsewhere, it fails at load naming its path,
+    /// what it needs and what the deciding option is (given, or by its default).
+    @Test func anOptionThatAppliesOnlyWhereAnotherHasAValueFailsElsewhereAtLoad() throws {
+        #expect(Self.corner.spec.appliesWhen == [OptionCondition(option: "shape", values: ["square"])])
+        func load(_ values: [String: JSONValue]) throws -> StageOptions {
+            try StageOptions.validated(
+                values, against: [Self.shape.spec, Self.corner.spec, Self.filled.spec, Self.fill.spec], stageID: "s",
+                path: "stages[3]", owner: "stage s", baseDirectory: URL(fileURLWithPath: "/"))
+        }
+        #expect(try load(["shape": "square", "corner": 0.5])[Self.corner] == 0.5)
+        #expect(try load(["filled": true, "fill": "red"])[Self.fill] == "red")
+        let byDefault = #expect(throws: VoxError.self) { try load(["corner": 0.5]) }
+        #expect(byDefault?.message == "stages[3].corner: applies only where shape is square (here: round)")
+        let given = #expect(throws: VoxError.self) { try load(["shape": "round", "corner": 0.5]) }
+        #expect(given?.category == .invalidSpec)
+        let boolean = #expect(throws: VoxError.self) { try load(["filled": false, "fill": "red"]) }
+        #expect(boolean?.message == "stages[3].fill: applies only where filled is true (here: false)")
+    }
 }

@@ -138,8 +138,11 @@ func decodedSeconds(_ url: URL) throws -> Double {
 
     @Test func optionsThatDoNotFitTheFormatAreRefusedWithTheirPath() throws {
         let cases: [([String: JSONValue], String)] = [
-            (["format": "mp3", "encoding": "pcm24"], "stages[0].encoding: applies to wav and flac only"),
-            (["format": "wav", "bitrate": 128], "stages[0].bitrate: applies to m4a only"),
+            (
+                ["format": "mp3", "encoding": "pcm24"],
+                "stages[0].encoding: applies only where format is wav or flac (here: mp3)"
+            ),
+            (["format": "wav", "bitrate": 128], "stages[0].bitrate: applies only where format is m4a (here: wav)"),
             (["format": "opus", "rate": 44100], "stages[0].rate: opus takes 8000, 12000, 16000, 24000, 48000 Hz"),
             (["format": "flac", "encoding": "float32"], "stages[0].encoding: flac holds integer samples"),
         ]

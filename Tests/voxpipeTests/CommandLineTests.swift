@@ -177,15 +177,24 @@ import VoxTestSupport
         let schema = packageRoot.appendingPathComponent("Pipelines/schema.json").path
         let shipped = try run("/usr/bin/env", ["python3", validator, schema] + pipelines)
         #expect(shipped.status == 0, "\(shipped.stdout)\(shipped.stderr)")
-        // The validator does fail: a fan-in list of numbers and an unknown option are named.
+        // The validator does fail: a fan-in list of numbers, an unknown option, and an option of
+        // another mode (`seconds` on a voice chunker) or format are named.
         let dir = temporaryDirectory()
         let bad = try writeSpec(
-            #"{"stages":[{"id":"a","kind":"decode","loudness":3},{"id":"b","kind":"write-wav","from":[1]}]}"#, in: dir)
+            #"{"stages":[{"id":"a","kind":"decode","loudness":3},{"id":"b","kind":"write-wav","from":[1]},"#
+                + #"{"id":"c","kind":"chunk","mode":"voice","seconds":5},"#
+                + #"{"id":"d","kind":"write-audio","format":"mp3","encoding":"pcm24"}]}"#, in: dir)
         let refused = try run("/usr/bin/env", ["python3", validator, schema, bad.path])
         #expect(refused.status == 1)
-        #expect(
-            refused.stdout.contains("\(bad.path): .stages[0]:") && refused.stdout.contains("\(bad.path): .stages[1]:"),
-            "\(refused.stdout)")
+        for stage in 0..<4 {
+            #expect(refused.stdout.contains("\(bad.path): .stages[\(stage)]:"), "\(refused.stdout)")
+        }
+        // The same stages in their modes' options pass.
+        let good = try writeSpec(
+            #"{"stages":[{"id":"a","kind":"decode"},{"id":"c","kind":"chunk","mode":"voice","maxSeconds":5},"#
+                + #"{"id":"d","kind":"write-audio","format":"mp3","quality":0.5}]}"#, in: dir)
+        let passed = try run("/usr/bin/env", ["python3", validator, schema, good.path])
+        #expect(passed.status == 0, "\(passed.stdout)")
     }
 
     @Test func theCommittedSchemaIsCurrent() throws {
