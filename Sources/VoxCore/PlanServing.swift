@@ -12,9 +12,7 @@ extension Plan {
         where node.kind.output == .artifact || node.parents.contains(where: dropped.contains) {
             dropped.insert(node.index)
         }
-        return keeping(Set(nodes.map(\.index)).subtracting(dropped)) { node in
-            node.kind.oneTurn(node.configuration, maxSeconds)
-        }
+        return keeping(Set(nodes.map(\.index)).subtracting(dropped)) { $0.stage.oneTurn(maxSeconds: maxSeconds) }
     }
 
     /// The plan up to and including the stage `id`: that stage and the stages it reads from,
@@ -26,19 +24,16 @@ extension Plan {
         for node in topologicalOrder.reversed() where kept.contains(node.index) {
             kept.formUnion(node.parents)
         }
-        return keeping(kept) { $0.configuration }
+        return keeping(kept) { $0.stage }
     }
 
-    /// The stages of `kept`, renumbered, with the edges between them and the configuration
-    /// `configure` gives each.
-    private func keeping(_ kept: Set<Int>, configure: (Node) -> any Sendable) -> Plan {
+    /// The stages of `kept`, renumbered, with the edges between them, each as `configure` gives it.
+    private func keeping(_ kept: Set<Int>, configure: (Node) -> ConfiguredStage) -> Plan {
         let kept = nodes.filter { kept.contains($0.index) }
         let newIndex = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1.index, $0) })
         let served = kept.map { node in
-            let configuration = configure(node)
-            return Node(
-                index: newIndex[node.index] ?? 0, id: node.id, kind: node.kind, configuration: configuration,
-                declarations: node.kind.declarations(configuration),
+            Node(
+                index: newIndex[node.index] ?? 0, id: node.id, stage: configure(node),
                 parents: node.parents.compactMap { newIndex[$0] }, children: node.children.compactMap { newIndex[$0] },
                 inputType: node.inputType, inputFormat: node.inputFormat, outputFormat: node.outputFormat)
         }
@@ -55,12 +50,10 @@ extension Plan {
     public func translating() -> Plan? {
         var found = false
         let changed = nodes.map { node -> Node in
-            guard let translatable = node.configuration as? any Translatable, let variant = translatable.translating()
-            else { return node }
+            guard let variant = node.stage.translating() else { return node }
             found = true
             return Node(
-                index: node.index, id: node.id, kind: node.kind, configuration: variant,
-                declarations: node.kind.declarations(variant), parents: node.parents, children: node.children,
+                index: node.index, id: node.id, stage: variant, parents: node.parents, children: node.children,
                 inputType: node.inputType, inputFormat: node.inputFormat, outputFormat: node.outputFormat)
         }
         guard found else { return nil }

@@ -7,10 +7,8 @@ public struct Plan: Sendable {
     public struct Node: Sendable {
         public let index: Int
         public let id: String
-        public let kind: StageKind
-        public let configuration: any Sendable
-        /// What it declares about itself (`Stage.declarations`), for the stages it feeds.
-        public let declarations: StageDeclarations
+        /// The stage as the spec configured it.
+        public let stage: ConfiguredStage
         /// The stages it reads from (merged into one input); empty for the root, which reads the
         /// input file.
         public let parents: [Int]
@@ -18,6 +16,11 @@ public struct Plan: Sendable {
         public let inputType: PayloadType
         public internal(set) var inputFormat: StreamFormat
         public internal(set) var outputFormat: StreamFormat
+
+        public var kind: StageKind { stage.kind }
+        public var configuration: any Sendable { stage.configuration }
+        /// What it declares about itself (`Stage.declarations`), for the stages it feeds.
+        public var declarations: StageDeclarations { stage.declarations }
     }
 
     public let name: String
@@ -56,7 +59,7 @@ public struct Plan: Sendable {
         nodes.map { node in
             PlannedStage(
                 id: node.id, kind: node.kind.kind, declarations: node.declarations,
-                provenance: node.kind.provenance(node.configuration))
+                provenance: node.stage.provenance)
         }
     }
 
@@ -120,7 +123,7 @@ public struct Plan: Sendable {
     private func lookback(after index: Int, children lookbackAfter: (Int) -> Double?) -> Double? {
         var needed = 0.0
         for child in nodes[index].children {
-            switch nodes[child].kind.demand(nodes[child].configuration) {
+            switch nodes[child].stage.demand {
             case .whole: return nil
             case .tail(let seconds): needed = max(needed, seconds)
             case .passThrough:
@@ -133,7 +136,7 @@ public struct Plan: Sendable {
 
     /// The files each item's folder will hold, by name (`NNNN` where a stage numbers them).
     public var plannedOutputs: [String] {
-        topologicalOrder.flatMap { $0.kind.plannedOutputs($0.configuration, $0.id, $0.inputType) }
+        topologicalOrder.flatMap { $0.stage.plannedOutputs(id: $0.id, input: $0.inputType) }
     }
 
     /// The plan as `voxpipe validate` prints it: each stage with its types and the format on
@@ -236,7 +239,7 @@ public enum Planner {
             var id: String
             var kind: StageKind
             var from: [String]?
-            var configuration: any Sendable
+            var stage: ConfiguredStage
         }
         var parsed: [Parsed] = []
         var referenced: [URL] = []
@@ -290,9 +293,9 @@ public enum Planner {
                 }
             }
             let optionValues = object.filter { !stageKeys.contains($0.key) }
-            let configuration: any Sendable
+            let configured: ConfiguredStage
             do {
-                configuration = try kind.configure(
+                configured = try kind.configure(
                     StageOptions.validated(
                         optionValues, against: kind.options, stageID: id, path: path, owner: kind.kind,
                         baseDirectory: baseDirectory))
@@ -300,8 +303,8 @@ public enum Planner {
                 throw error.reworded { "\($0) (stage '\(id)')" }
             }
             referenced += referencedPaths(optionValues, specs: kind.options, baseDirectory: baseDirectory)
-            referenced += kind.identityFiles(configuration)
-            parsed.append(Parsed(id: id, kind: kind, from: from, configuration: configuration))
+            referenced += configured.identityFiles
+            parsed.append(Parsed(id: id, kind: kind, from: from, stage: configured))
         }
 
         // 2. Edges: `from` defaults to the stage before; the first stage reads the input file.
@@ -358,8 +361,7 @@ public enum Planner {
             }
             nodes.append(
                 Plan.Node(
-                    index: i, id: stage.id, kind: stage.kind, configuration: stage.configuration,
-                    declarations: stage.kind.declarations(stage.configuration), parents: parents[i], children: [],
+                    index: i, id: stage.id, stage: stage.stage, parents: parents[i], children: [],
                     inputType: inputType, inputFormat: .source, outputFormat: .source))
         }
         for i in nodes.indices { for p in parents[i] { nodes[p].children.append(i) } }
@@ -390,7 +392,7 @@ public enum Planner {
             let input = parents[i].first.map { nodes[$0].outputFormat } ?? .source
             nodes[i].inputFormat = input
             do {
-                nodes[i].outputFormat = try nodes[i].kind.outputFormat(nodes[i].configuration, input)
+                nodes[i].outputFormat = try nodes[i].stage.outputFormat(input: input)
             } catch let error as PlanError {
                 let from =
                     parents[i].first.map { "'\(nodes[$0].id)' (\(nodes[$0].kind.kind)) gives \(input)" }

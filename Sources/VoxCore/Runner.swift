@@ -111,7 +111,7 @@ public struct Runner: Sendable {
                 nodeContext.lookback = lookbacks[node.index]
                 nodeContext.provenance.stages = planned
                 nodeContext.upstream = node.parents.map { planned[$0] }
-                let stage = try node.kind.instantiate(node.id, node.configuration, nodeContext)
+                let stage = try node.stage.instantiate(id: node.id, context: nodeContext)
                 if prepareStages { try await stage.prepare() }
                 stages.append(stage)
             } catch {

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A stage kind with its types erased, so a registry can hold them all in one array and the
-/// planner and runner can work from a spec's strings.
+/// planner can work from a spec's strings: what the kind is (its name, types, options, facts),
+/// and `configure`, which reads a spec's options into a `ConfiguredStage`.
 public struct StageKind: Sendable {
     public let kind: String
     public let summary: String
@@ -14,15 +15,8 @@ public struct StageKind: Sendable {
     public let factsUsed: [ItemFact]
     /// What a stage of this kind needs declared by every stage it reads from.
     public let declarationsUsed: [StageDeclaration]
-    let configure: @Sendable (StageOptions) throws -> any Sendable
-    let outputFormat: @Sendable (any Sendable, StreamFormat) throws -> StreamFormat
-    let instantiate: @Sendable (String, any Sendable, StageContext) throws -> any StageRunner
-    let plannedOutputs: @Sendable (any Sendable, String, PayloadType) -> [String]
-    let demand: @Sendable (any Sendable) -> StreamDemand
-    let identityFiles: @Sendable (any Sendable) -> [URL]
-    let provenance: @Sendable (any Sendable) -> [String: JSONValue]?
-    let oneTurn: @Sendable (any Sendable, Double) -> any Sendable
-    let declarations: @Sendable (any Sendable) -> StageDeclarations
+    /// Reads validated options into the stage as configured (`Stage.configure`).
+    public let configure: @Sendable (StageOptions) throws -> ConfiguredStage
 
     public init<S: Stage>(_ type: S.Type) {
         kind = S.kind
@@ -34,31 +28,7 @@ public struct StageKind: Sendable {
         inputExtensions = S.inputExtensions
         factsUsed = S.factsUsed
         declarationsUsed = S.declarationsUsed
-        configure = { try S.configure($0) }
-        outputFormat = { configuration, input in
-            guard let c = configuration as? S.Configuration else {
-                throw VoxError(.internal, "configuration type mismatch for \(S.kind)")
-            }
-            return try S.outputFormat(c, input: input)
-        }
-        identityFiles = { configuration in (configuration as? S.Configuration).map(S.identityFiles) ?? [] }
-        provenance = { configuration in (configuration as? S.Configuration).flatMap(S.provenance) }
-        oneTurn = { configuration, seconds in
-            (configuration as? S.Configuration).map { S.oneTurn($0, maxSeconds: seconds) } ?? configuration
-        }
-        declarations = { configuration in
-            (configuration as? S.Configuration).map(S.declarations) ?? StageDeclarations()
-        }
-        demand = { configuration in (configuration as? S.Configuration).map(S.demand) ?? .whole }
-        plannedOutputs = { configuration, id, input in
-            (configuration as? S.Configuration).map { S.plannedOutputs($0, id: id, input: input) } ?? []
-        }
-        instantiate = { id, configuration, context in
-            guard let c = configuration as? S.Configuration else {
-                throw VoxError(.internal, "configuration type mismatch for \(S.kind)")
-            }
-            return StageBox(stage: try S(id: id, configuration: c, context: context))
-        }
+        configure = { ConfiguredStage(S.self, try S.configure($0)) }
     }
 
     /// The input types as people read them: "AudioBlock | AudioChunk".
@@ -66,6 +36,60 @@ public struct StageKind: Sendable {
 
     /// Whether a stage of this kind can be fed a value of type `type`.
     public func accepts(_ type: PayloadType) -> Bool { inputs.contains { type.carries($0) } }
+}
+
+/// One stage as its spec configured it, what a plan node holds: its kind, and what the kind says
+/// of this configuration (`Stage.declarations`, `provenance`, `demand`, `identityFiles`), read
+/// once from the typed configuration. What depends on more than the configuration (the format
+/// fed, the stage's id) is asked of closures that hold the configuration typed: nothing is cast
+/// back from `any Sendable`.
+public struct ConfiguredStage: Sendable {
+    public let kind: StageKind
+    /// The configuration `configure` gave, for code that knows the kind (tests read it by type).
+    public let configuration: any Sendable
+    public let declarations: StageDeclarations
+    public let provenance: [String: JSONValue]?
+    public let demand: StreamDemand
+    public let identityFiles: [URL]
+    private let formatGiven: @Sendable (StreamFormat) throws -> StreamFormat
+    private let outputs: @Sendable (String, PayloadType) -> [String]
+    private let make: @Sendable (String, StageContext) throws -> any StageRunner
+    private let turn: @Sendable (Double) -> ConfiguredStage
+    private let translated: @Sendable () -> ConfiguredStage?
+
+    public init<S: Stage>(_ type: S.Type, _ configuration: S.Configuration) {
+        kind = StageKind(S.self)
+        self.configuration = configuration
+        declarations = S.declarations(configuration)
+        provenance = S.provenance(configuration)
+        demand = S.demand(configuration)
+        identityFiles = S.identityFiles(configuration)
+        formatGiven = { try S.outputFormat(configuration, input: $0) }
+        outputs = { S.plannedOutputs(configuration, id: $0, input: $1) }
+        make = { id, context in StageBox(stage: try S(id: id, configuration: configuration, context: context)) }
+        turn = { ConfiguredStage(S.self, S.oneTurn(configuration, maxSeconds: $0)) }
+        // Translating is a capability a configuration may have (`Translatable`), asked of it here.
+        translated = {
+            ((configuration as? any Translatable)?.translating() as? S.Configuration).map {
+                ConfiguredStage(S.self, $0)
+            }
+        }
+    }
+
+    /// The format of the stream the stage gives when fed `input` (`Stage.outputFormat`).
+    public func outputFormat(input: StreamFormat) throws -> StreamFormat { try formatGiven(input) }
+
+    /// The files a stage with `id` writes in an item's folder (`Stage.plannedOutputs`).
+    public func plannedOutputs(id: String, input: PayloadType) -> [String] { outputs(id, input) }
+
+    /// A stage instance for a run (`Stage.init`).
+    public func instantiate(id: String, context: StageContext) throws -> any StageRunner { try make(id, context) }
+
+    /// The stage taking one request of up to `maxSeconds` as one turn (`Stage.oneTurn`).
+    public func oneTurn(maxSeconds: Double) -> ConfiguredStage { turn(maxSeconds) }
+
+    /// The stage translating into English (`Translatable`); nil when it cannot.
+    public func translating() -> ConfiguredStage? { translated() }
 }
 
 /// A stage instance with its types erased: what the runner drives.
