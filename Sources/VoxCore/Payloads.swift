@@ -1,33 +1,46 @@
 import Foundation
 
-/// The kinds of value that flow between stages. The planner checks edges with these, before any
-/// audio is read.
-public enum PayloadType: String, Sendable, CaseIterable, CustomStringConvertible {
-    case inputFile = "InputFile"
-    case audioBlock = "AudioBlock"
-    case audioChunk = "AudioChunk"
-    case transcript = "Transcript"
-    case reply = "Reply"
-    case speech = "Speech"
-    case agentTurn = "AgentTurn"
-    case artifact = "Artifact"
+/// The kinds of value that flow between stages, by name, each with the kinds a value of it
+/// carries. The planner checks edges with these, before any audio is read. Open: a module declares
+/// its own payload's type as a static member in an extension (VoxFieldService's `.agentTurn`),
+/// without editing VoxCore.
+public struct PayloadType: Sendable, Hashable, CustomStringConvertible {
+    /// The name specs and messages use ("Transcript").
+    public let rawValue: String
+    /// The payload types a value of this type carries, itself first: a stage that takes a
+    /// `Transcript` can be fed a `Reply`, which carries the transcript it answers.
+    public let carried: [PayloadType]
+
+    /// A payload type named `name` whose values carry a value of each of `carrying` (and what
+    /// those carry).
+    public init(_ name: String, carrying: [PayloadType] = []) {
+        rawValue = name
+        var carried: [PayloadType] = []
+        for type in carrying.flatMap(\.carried) where !carried.contains(type) { carried.append(type) }
+        self.carried = [PayloadType(named: name)] + carried
+    }
+
+    private init(named name: String) {
+        rawValue = name
+        carried = []
+    }
+
+    public static let inputFile = PayloadType("InputFile")
+    public static let audioBlock = PayloadType("AudioBlock")
+    public static let audioChunk = PayloadType("AudioChunk")
+    public static let transcript = PayloadType("Transcript", carrying: [.audioChunk])
+    public static let reply = PayloadType("Reply", carrying: [.transcript])
+    public static let speech = PayloadType("Speech", carrying: [.audioChunk, .reply])
+    public static let artifact = PayloadType("Artifact")
 
     public var description: String { rawValue }
 
-    /// The payload types a value of this type carries (itself first). Later payloads carry the
-    /// earlier ones, so a stage that takes a `Transcript` can be fed from a `Reply`.
-    public var carried: [PayloadType] {
-        switch self {
-        case .reply: [.reply, .transcript, .audioChunk]
-        case .transcript: [.transcript, .audioChunk]
-        case .speech: [.speech, .audioChunk, .reply, .transcript]
-        case .agentTurn: [.agentTurn, .reply, .transcript, .audioChunk]
-        default: [self]
-        }
-    }
-
     /// Whether a value of this type can feed an input that takes `other`.
     public func carries(_ other: PayloadType) -> Bool { carried.contains(other) }
+
+    /// Types are the same by name.
+    public static func == (a: PayloadType, b: PayloadType) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
 /// A value that flows on a channel between stages.

@@ -1,6 +1,12 @@
 import Foundation
 import VoxCore
 
+extension PayloadType {
+    /// An agent's turn (`AgentTurn`): it carries the reply it speaks, and so the transcript it
+    /// answered. Declared here, by the module that owns the payload, not in VoxCore.
+    public static let agentTurn = PayloadType("AgentTurn", carrying: [.reply])
+}
+
 /// One turn of a voice-agent session: which agent answered, what it says (its `reply`, which a
 /// `synthesize` stage speaks as it would a tutor's reply), and the function calls it made, each
 /// checked against its record type's schema before anything is written.
