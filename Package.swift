@@ -15,7 +15,9 @@ let package = Package(
         .library(
             name: "VoxpipeModules",
             targets: [
-                "VoxCore", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk", "VoxTranscribe", "VoxReply",
+                "VoxCore", "VoxFormats", "VoxProcess", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk",
+                "VoxTranscribe",
+                "VoxReply",
                 "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages", "VoxFieldService", "VoxModeration",
                 "VoxServe",
             ]),
@@ -63,6 +65,10 @@ let package = Package(
             ]),
         // Domain modules: types of one domain that several stage modules share (stage modules
         // import these, never each other).
+        // Formats outside the spine: WAV files in memory (HTTP speech APIs, enrolment clips, tests).
+        .target(name: "VoxFormats", dependencies: ["VoxCore"]),
+        // Process tools: external programs (ffmpeg, espeak-ng), the libraries loaded, installed models.
+        .target(name: "VoxProcess", dependencies: ["VoxCore"]),
         .target(name: "VoxFieldService", dependencies: ["VoxCore"]),
         .target(
             name: "VoxModeration",
@@ -70,21 +76,26 @@ let package = Package(
         .target(
             name: "VoxDecode",
             dependencies: [
-                "VoxCore", "VoxFieldService", "VoxModeration", "CSndFile",
+                "VoxCore", "VoxFormats", "VoxProcess", "VoxFieldService", "VoxModeration", "CSndFile",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
         .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "VoxChunk", dependencies: ["VoxCore", "CWhisper", "CSherpaOnnx"]),
-        .target(name: "VoxTranscribe", dependencies: ["VoxCore", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
+        .target(name: "VoxChunk", dependencies: ["VoxCore", "VoxFormats", "VoxProcess", "CWhisper", "CSherpaOnnx"]),
+        .target(
+            name: "VoxTranscribe",
+            dependencies: ["VoxCore", "VoxFormats", "VoxProcess", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
         .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
         .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxFieldService", "VoxHTTP"]),
         .target(
             name: "VoxSynthesize",
             dependencies: [
-                "VoxCore", "VoxHTTP", "CEspeakNG", "CSherpaOnnx", .product(name: "Logging", package: "swift-log"),
+                "VoxCore", "VoxFormats", "VoxProcess", "VoxHTTP", "CEspeakNG", "CSherpaOnnx",
+                .product(name: "Logging", package: "swift-log"),
             ]),
-        .target(name: "VoxWrite", dependencies: ["VoxCore", "VoxFieldService", "VoxModeration", "CSndFile"]),
+        .target(
+            name: "VoxWrite",
+            dependencies: ["VoxCore", "VoxFormats", "VoxProcess", "VoxFieldService", "VoxModeration", "CSndFile"]),
         .target(name: "VoxCheck", dependencies: ["VoxCore", "VoxDecode"]),
         .target(
             name: "VoxStages",
@@ -95,7 +106,7 @@ let package = Package(
         .target(
             name: "VoxServe",
             dependencies: [
-                "VoxCore", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib", "CMalloc",
+                "VoxCore", "VoxFormats", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib", "CMalloc",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -122,18 +133,21 @@ let package = Package(
 
         // Helpers shared by the test targets (not a product).
         .target(
-            name: "VoxTestSupport", dependencies: ["VoxTesting", "VoxCore", "VoxDecode"], path: "Tests/VoxTestSupport"),
+            name: "VoxTestSupport", dependencies: ["VoxTesting", "VoxCore", "VoxProcess", "VoxDecode"],
+            path: "Tests/VoxTestSupport"),
         .testTarget(name: "VoxHTTPTests", dependencies: ["VoxTestSupport", "VoxHTTP", "VoxCore"]),
-        .testTarget(name: "VoxCoreTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxModeration", "VoxCore"]),
+        .testTarget(
+            name: "VoxCoreTests",
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxModeration", "VoxCore", "VoxFormats", "VoxProcess"]),
         .testTarget(
             name: "VoxDecodeTests",
-            dependencies: ["VoxTestSupport", "VoxTesting", "VoxDecode", "VoxCore", "CSndFile"]),
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxDecode", "VoxCore", "VoxFormats", "CSndFile"]),
         .testTarget(
             name: "VoxResampleTests",
             dependencies: ["VoxTestSupport", "VoxTesting", "VoxResample", "VoxDecode", "VoxCore"]),
         .testTarget(
             name: "VoxChunkTests",
-            dependencies: ["VoxTestSupport", "VoxTesting", "VoxChunk", "VoxResample", "VoxCore"]),
+            dependencies: ["VoxTestSupport", "VoxTesting", "VoxChunk", "VoxResample", "VoxCore", "VoxFormats"]),
         .testTarget(
             name: "VoxTranscribeTests",
             dependencies: [
@@ -145,13 +159,14 @@ let package = Package(
             name: "VoxSynthesizeTests",
             dependencies: [
                 "VoxTestSupport", "VoxTesting", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore",
+                "VoxFormats",
             ]),
         .testTarget(
             name: "VoxWriteTests",
             dependencies: [
                 "VoxTestSupport", "VoxTesting", "VoxWrite", "VoxDecode", "VoxResample", "VoxFieldService",
                 "VoxModeration",
-                "VoxCore",
+                "VoxCore", "VoxFormats", "VoxProcess",
             ]),
         .testTarget(
             name: "VoxAgentTests",
@@ -173,7 +188,7 @@ let package = Package(
             name: "VoxServeTests",
             dependencies: [
                 "VoxTestSupport", "VoxTesting", "VoxServe", "VoxHTTP", "VoxStages", "VoxResample", "VoxWrite",
-                "VoxChunk", "VoxSynthesize", "VoxCore",
+                "VoxChunk", "VoxSynthesize", "VoxCore", "VoxFormats", "VoxProcess",
                 .product(name: "Logging", package: "swift-log"),
                 // The admission gate alone, on an EmbeddedChannel.
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -182,6 +197,7 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ]),
         .testTarget(
-            name: "voxpipeTests", dependencies: ["VoxTestSupport", "VoxTesting", "voxpipe", "VoxCore", "VoxServe"]),
+            name: "voxpipeTests",
+            dependencies: ["VoxTestSupport", "VoxTesting", "voxpipe", "VoxCore", "VoxFormats", "VoxServe"]),
     ]
 )

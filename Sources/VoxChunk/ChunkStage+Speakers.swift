@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFormats
 
 extension ChunkStage {
     /// The engines of mode speakers, loaded once per run and shared by its items (the engine

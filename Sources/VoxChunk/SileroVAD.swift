@@ -1,6 +1,7 @@
 internal import CWhisper
 import Foundation
 import VoxCore
+import VoxProcess
 
 /// Silero VAD (v6.2, ggml) through whisper.cpp's own `whisper_vad_*` API: the probability that
 /// each 32-ms window (512 samples at 16 kHz) is speech. The network is recurrent, so windows are

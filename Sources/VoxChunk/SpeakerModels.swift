@@ -1,6 +1,7 @@
 internal import CSherpaOnnx
 import Foundation
 import VoxCore
+import VoxProcess
 
 /// The two models of speaker diarization that `make setup` converts (scripts/setup-diarization.sh)
 /// into `<prefix>/share/voxpipe/diarization/`: pyannote's segmentation 3.0 (who speaks in each

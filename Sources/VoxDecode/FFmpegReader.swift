@@ -1,5 +1,7 @@
 import Foundation
 import VoxCore
+import VoxFormats
+import VoxProcess
 
 /// Decodes a file libsndfile cannot read (m4a/AAC, webm, …) with `ffmpeg` as a child process,
 /// streaming Float32 WAV from its stdout.

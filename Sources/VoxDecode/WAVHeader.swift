@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFormats
 
 /// What a WAV (RIFF or RF64) file's header promises: the frames of its `data` chunk
 /// (`WAVData.Header.promisedFrames`), read from the file up to its first sample.

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import VoxChunk
 import VoxCore
+import VoxFormats
 
 /// One `/v1/realtime` connection, in OpenAI's Realtime API (the GA event names).
 ///

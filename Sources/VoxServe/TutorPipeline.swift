@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import VoxCore
 import VoxDecode
+import VoxFormats
 import VoxWrite
 
 /// The tutor's stages, loaded once from a spec and run per request: the same stages, providers,

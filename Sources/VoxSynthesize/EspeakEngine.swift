@@ -2,6 +2,8 @@ internal import CEspeakNG
 import Foundation
 import Synchronization
 import VoxCore
+import VoxFormats
+import VoxProcess
 
 /// espeak-ng: libespeak-ng in the process for its voices and phonemes (it keeps all its state in
 /// process globals, so there is exactly one engine per process and every call goes through its

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFormats
 import VoxHTTP
 
 /// Speech from an OpenAI-compatible `POST {baseURL}/audio/speech` (OpenAI, speaches, LocalAI,

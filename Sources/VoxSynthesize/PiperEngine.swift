@@ -1,6 +1,7 @@
 internal import CSherpaOnnx
 import Foundation
 import VoxCore
+import VoxProcess
 
 /// One Piper voice loaded into sherpa-onnx (onnxruntime on the CPU), shared by every worker of
 /// a process: generating is a `const` call on the model, and onnxruntime runs a session from

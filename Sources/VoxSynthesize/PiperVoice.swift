@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxProcess
 
 /// A Piper voice as Piper ships it: a folder holding one `<name>.onnx` and its `<name>.onnx.json`
 /// (sample rate, espeak-ng voice, phoneme ids, inference scales). That pair is all voxpipe needs:

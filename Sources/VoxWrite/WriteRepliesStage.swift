@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxFormats
 
 extension StageDeclarationKey where Value == String {
     /// The extension of the audio files a writer writes (`wav`, `m4a`): what `write-replies` names

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxFormats
 
 /// WAVData: the 16-bit PCM WAVs sent to and read from HTTP speech APIs.
 @Suite struct WAVDataTests {

@@ -2,6 +2,7 @@ import CSndFile
 import Foundation
 import Testing
 import VoxCore
+import VoxFormats
 import VoxTestSupport
 
 @testable import VoxDecode

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VoxCore
+import VoxProcess
 import VoxTestSupport
 import VoxTesting
 

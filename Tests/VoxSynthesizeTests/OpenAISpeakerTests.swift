@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxFormats
 import VoxHTTP
 import VoxTestSupport
 import VoxTesting

@@ -1,6 +1,7 @@
 import Foundation
 import VoxCore
 import VoxDecode
+import VoxProcess
 import VoxTesting
 
 /// Helpers every test target shares: scratch folders, external tools, and turning files into

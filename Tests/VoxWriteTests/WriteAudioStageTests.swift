@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxProcess
 import VoxResample
 import VoxTestSupport
 import VoxTesting

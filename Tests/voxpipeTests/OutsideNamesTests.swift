@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxFormats
 import VoxTestSupport
 
 /// Names and paths that come from outside (message-chunk indexes, bags, upload names) never

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import VoxCore
+import VoxFormats
 
 // libFuzzer calls `LLVMFuzzerTestOneInput` once per input; `VOXFUZZ_TARGET` says which place
 // where outside bytes come in gets them (scripts/fuzz.sh sets it). Every target takes the bytes

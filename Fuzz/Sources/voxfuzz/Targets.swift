@@ -3,6 +3,7 @@ import Logging
 import VoxChunk
 import VoxCore
 import VoxDecode
+import VoxFormats
 import VoxHTTP
 import VoxReply
 import VoxResample

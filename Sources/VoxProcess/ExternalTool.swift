@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import VoxCore
 
 /// A command-line tool run as a child process (ffmpeg, ffprobe): found on PATH, run with an
 /// argument vector (never through a shell), its output read whole.

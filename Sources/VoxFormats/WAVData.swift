@@ -1,4 +1,5 @@
 import Foundation
+import VoxCore
 
 /// WAV files in memory, 16-bit PCM: what HTTP speech APIs take and give.
 public enum WAVData {
