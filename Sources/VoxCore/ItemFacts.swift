@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An item fact's typed key: `facts[.sourceFormat]` is an `AudioFormat?`. Keys for facts several
 /// stage modules share are declared in VoxCore, or in the domain module they belong to
@@ -32,25 +33,27 @@ extension ItemFactKey where Value == Double {
 /// The facts the runner keeps for one item (`ItemContext.facts`), by typed key: set by the stage
 /// that gives each before it sends anything downstream, read by stages that use them, and by the
 /// runner (the audio length for reports and the ledger).
-public final class ItemFacts: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values = TypedValues<ItemFacts>()
-    private var _warnings: [ItemWarning] = []
+public final class ItemFacts: Sendable {
+    private struct State {
+        var values = TypedValues<ItemFacts>()
+        var warnings: [ItemWarning] = []
+    }
+    private let state = Mutex(State())
 
     public init() {}
 
     /// The fact `key` names, when a stage has given it.
     public subscript<Value>(_ key: ItemFactKey<Value>) -> Value? {
-        get { lock.withLock { values[key] } }
-        set { lock.withLock { values[key] = newValue } }
+        get { state.withLock { $0.values[key] } }
+        set { state.withLock { $0.values[key] = newValue } }
     }
 
     /// What stages noticed about the item without failing it, in the order noticed.
-    public var warnings: [ItemWarning] { lock.withLock { _warnings } }
+    public var warnings: [ItemWarning] { state.withLock { $0.warnings } }
 
     /// Records a warning: the runner prints it, and it goes into the report and the manifest;
     /// with `--strict` (or the spec's `"strict": true`) it fails the item.
-    public func warn(_ warning: ItemWarning) { lock.withLock { _warnings.append(warning) } }
+    public func warn(_ warning: ItemWarning) { state.withLock { $0.warnings.append(warning) } }
 }
 
 /// Something a stage noticed about an item that did not fail it, as a truncated file: the stage,
