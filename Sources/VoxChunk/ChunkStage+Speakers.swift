@@ -65,9 +65,10 @@ extension ChunkStage {
         return SpeakerBook.Voice(name: clip.name, embedding: embedding)
     }
 
-    /// Mode speakers over one item's stream.
+    /// Mode speakers over one item's stream; counts each speaker's talk time and turns into
+    /// `facts[.speakerTalk]` as it goes (whole at end of input).
     func runSpeakers(
-        _ settings: SpeakerSettings, _ input: Inbox<AudioBlock>, _ output: Outbox<AudioChunk>
+        _ settings: SpeakerSettings, _ input: Inbox<AudioBlock>, _ output: Outbox<AudioChunk>, facts: ItemFacts
     )
         async throws
     {
@@ -87,8 +88,13 @@ extension ChunkStage {
                 throw ChunkError(
                     .unsupported, "the stream changed format mid-way (\(current.format) to \(block.format))")
             }
-            for chunk in try await current.push(block) { try await output.send(chunk) }
+            let chunks = try await current.push(block)
+            facts[.speakerTalk] = current.talk
+            for chunk in chunks { try await output.send(chunk) }
         }
-        if let cutter { for chunk in try await cutter.finish() { try await output.send(chunk) } }
+        guard let cutter else { return }
+        let chunks = try await cutter.finish()
+        facts[.speakerTalk] = cutter.talk
+        for chunk in chunks { try await output.send(chunk) }
     }
 }

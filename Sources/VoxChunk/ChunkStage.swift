@@ -150,6 +150,9 @@ public struct ChunkStage: Stage {
         Option.voices.spec, Option.blockSeconds.spec, Option.windowShift.spec,
     ]
 
+    /// Mode speakers counts each speaker's talk time and turns, for the item's report line.
+    public static let factsGiven = ItemFact.list(.speakerTalk)
+
     public static func configure(_ options: StageOptions) throws -> Configuration {
         let mode = options[Option.mode]
         let seconds = options[Option.seconds] ?? (mode == .tail || mode == .whole ? 300 : 8)
@@ -275,7 +278,7 @@ public struct ChunkStage: Stage {
 
     public func run(_ input: Inbox<AudioBlock>, _ output: Outbox<AudioChunk>, _ item: ItemContext) async throws {
         if let speakers = configuration.speakers {
-            return try await runSpeakers(speakers, input, output)
+            return try await runSpeakers(speakers, input, output, facts: item.facts)
         }
         var cutter: (any Cutter)?
         for try await block in input {

@@ -57,6 +57,8 @@ final class SpeakerCutter: @unchecked Sendable {
     private var bufferStart: Int64?
     private var index = 0
     private let blockFrames: Int
+    /// Each item speaker's talk time and turns so far (`ItemFacts[.speakerTalk]`).
+    private(set) var talk = SpeakerTally(joinGap: SpeakerSettings.joinGap)
 
     init(
         format: AudioFormat, settings: SpeakerSettings, embedder: SpeakerEmbedder, voices: [SpeakerBook.Voice],
@@ -108,6 +110,10 @@ final class SpeakerCutter: @unchecked Sendable {
         }
         let labelled = label(turns)
         let start = bufferStart ?? 0
+        for turn in labelled.turns {
+            let offset = Double(start) / rate
+            talk.add(labelled.labels[turn.speaker], start: offset + turn.start, end: offset + turn.end)
+        }
         var chunks: [AudioChunk] = []
         for turn in Self.padded(labelled.turns, by: settings.padding, end: cut) {
             let from = Int((turn.start * rate).rounded()), to = min(frames, Int((turn.end * rate).rounded()))

@@ -29,6 +29,9 @@ public struct ItemManifest: Codable, Sendable, Equatable {
     public var pruned: String?
     /// What stages noticed without failing the item (a truncated file); absent when nothing.
     public var warnings: [ItemWarning]? = nil
+    /// Each speaker's talk time and turns (`SpeakerTalk`), when a speaker chunker labelled the
+    /// item's chunks: what the report line of a skipped item gives again.
+    public var speakers: [SpeakerTalk]? = nil
 }
 
 /// Decides, per item, whether a run must redo it, and records finished items.
@@ -124,7 +127,7 @@ public struct Ledger: Sendable {
     /// Writes the manifest last, atomically (temporary name, fsync, rename).
     public func record(
         _ item: InputFile, input: ItemManifest.FileRecord, artifacts: [Artifact], started: Date, seconds: Double,
-        audioSeconds: Double?, warnings: [ItemWarning] = []
+        audioSeconds: Double?, warnings: [ItemWarning] = [], speakers: [SpeakerTalk]? = nil
     ) throws {
         let records = artifacts.map { artifact in
             ItemManifest.FileRecord(
@@ -136,7 +139,7 @@ public struct Ledger: Sendable {
             key: key(inputSHA256: input.sha256), voxpipeVersion: version, spec: fingerprint, input: input,
             artifacts: records,
             started: iso.string(from: started), finished: iso.string(from: Date()), seconds: seconds,
-            audioSeconds: audioSeconds, warnings: warnings.isEmpty ? nil : warnings)
+            audioSeconds: audioSeconds, warnings: warnings.isEmpty ? nil : warnings, speakers: speakers)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         try AtomicFile.write(try encoder.encode(manifest), to: manifestURL(for: item))

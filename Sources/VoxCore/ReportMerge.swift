@@ -100,6 +100,15 @@ public struct ReportMerge: Sendable {
         var lines = ["\(reports.count) report\(reports.count == 1 ? "" : "s"), \(counts(items))"]
         if !duplicates.isEmpty { lines.append("\(duplicates.count) listed by more than one report") }
         for report in reports { lines.append("  \(report.name): \(counts(report.lines))") }
+        let talking = items.filter { !($0.speakers ?? []).isEmpty }
+        if !talking.isEmpty { lines.append("speakers:") }
+        for item in talking {
+            let talk = (item.speakers ?? []).map {
+                "\($0.speaker) " + String(format: "%.1f", $0.seconds)
+                    + " s in \($0.turns) turn\($0.turns == 1 ? "" : "s")"
+            }
+            lines.append("  \(item.output): \(talk.joined(separator: ", "))")
+        }
         if let metrics {
             lines.append(
                 String(
@@ -123,6 +132,10 @@ public struct ReportMerge: Sendable {
             var output: String
             var reports: [String]
         }
+        struct TalkingItem: Encodable {
+            var output: String
+            var speakers: [SpeakerTalk]
+        }
         struct Summary: Encodable {
             var items, done, skipped, failed: Int
             var succeeded: Bool
@@ -130,12 +143,17 @@ public struct ReportMerge: Sendable {
             var failedItems: [FailedItem]
             var duplicates: [DuplicateItem]
             var wallSeconds, audioSeconds: Double?
+            /// Each speaker's talk time and turns, per item that has speakers; absent when none has.
+            var speakers: [TalkingItem]?
         }
         let shares = reports.map { r in
             Share(
                 report: r.name, items: r.lines.count, done: r.lines.filter { $0.status == .done }.count,
                 skipped: r.lines.filter { $0.status == .skipped }.count,
                 failed: r.lines.filter { $0.status == .failed }.count)
+        }
+        let talking = items.compactMap { item in
+            item.speakers.flatMap { $0.isEmpty ? nil : TalkingItem(output: item.output, speakers: $0) }
         }
         let summary = Summary(
             items: items.count, done: count(.done), skipped: count(.skipped), failed: count(.failed),
@@ -144,7 +162,8 @@ public struct ReportMerge: Sendable {
                 FailedItem(path: $0.path, output: $0.output, input: $0.input, error: $0.error)
             },
             duplicates: duplicates.map { DuplicateItem(output: $0.output, reports: $0.reports) },
-            wallSeconds: metrics?.wallSeconds, audioSeconds: metrics?.audioSeconds)
+            wallSeconds: metrics?.wallSeconds, audioSeconds: metrics?.audioSeconds,
+            speakers: talking.isEmpty ? nil : talking)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         return (try? encoder.encode(summary)) ?? Data()

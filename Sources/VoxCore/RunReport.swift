@@ -19,11 +19,14 @@ public struct ReportLine: Codable, Sendable, Equatable {
     public var artifacts: [Artifact]
     /// What stages noticed without failing the item (a truncated file); absent when nothing.
     public var warnings: [ItemWarning]?
+    /// Each speaker's talk time (to the millisecond) and turns, in order of first appearance, when
+    /// a speaker chunker labelled the item's chunks; absent otherwise.
+    public var speakers: [SpeakerTalk]?
 
     public init(
         path: String, input: String, output: String, status: ItemResult.Status, reason: String? = nil,
         error: StageFailure? = nil, seconds: Double = 0, audioSeconds: Double? = nil, realTimeFactor: Double? = nil,
-        artifacts: [Artifact] = [], warnings: [ItemWarning]? = nil
+        artifacts: [Artifact] = [], warnings: [ItemWarning]? = nil, speakers: [SpeakerTalk]? = nil
     ) {
         self.path = path
         self.input = input
@@ -36,6 +39,7 @@ public struct ReportLine: Codable, Sendable, Equatable {
         self.realTimeFactor = realTimeFactor
         self.artifacts = artifacts
         self.warnings = warnings
+        self.speakers = speakers
     }
 
     /// The line for an item's result: seconds to the millisecond, the real-time factor (to four
@@ -49,7 +53,8 @@ public struct ReportLine: Codable, Sendable, Equatable {
             reason: r.reason, error: r.failure,
             seconds: (r.seconds * 1000).rounded() / 1000,
             audioSeconds: r.audioSeconds.map { ($0 * 1000).rounded() / 1000 },
-            realTimeFactor: rtf, artifacts: r.artifacts, warnings: r.warnings.isEmpty ? nil : r.warnings)
+            realTimeFactor: rtf, artifacts: r.artifacts, warnings: r.warnings.isEmpty ? nil : r.warnings,
+            speakers: r.speakers)
     }
 
     /// The line for an entry under an INPUT folder that was not read (a folder without permission,

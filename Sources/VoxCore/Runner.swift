@@ -27,10 +27,13 @@ public struct ItemResult: Sendable {
     public var audioSeconds: Double?
     /// What stages noticed without failing the item (a truncated file).
     public var warnings: [ItemWarning]
+    /// Each speaker's talk time and turns, when a speaker chunker labelled the item's chunks.
+    public var speakers: [SpeakerTalk]?
 
     public init(
         item: InputFile, status: Status, failure: StageFailure? = nil, reason: String? = nil,
-        artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil, warnings: [ItemWarning] = []
+        artifacts: [Artifact] = [], seconds: Double = 0, audioSeconds: Double? = nil, warnings: [ItemWarning] = [],
+        speakers: [SpeakerTalk]? = nil
     ) {
         self.item = item
         self.status = status
@@ -40,6 +43,7 @@ public struct ItemResult: Sendable {
         self.seconds = seconds
         self.audioSeconds = audioSeconds
         self.warnings = warnings
+        self.speakers = speakers
     }
 }
 
@@ -260,7 +264,7 @@ public struct Runner: Sendable {
             let artifacts = manifest.artifacts.map { Artifact(path: $0.path, bytes: $0.bytes, sha256: $0.sha256) }
             return ItemResult(
                 item: item, status: .skipped, reason: Self.skipReason(manifest), artifacts: artifacts,
-                audioSeconds: manifest.audioSeconds)
+                audioSeconds: manifest.audioSeconds, speakers: manifest.speakers)
         case .run(let why):
             reason = why
         }
@@ -285,6 +289,7 @@ public struct Runner: Sendable {
             // off the cooperative pool, as one job.
             let artifacts = collector.artifacts
             let audioSeconds = context.facts[.audioSeconds]
+            let speakers = context.facts[.speakerTalk]?.report
             try await blocking.run {
                 // Hash the input before the outputs go into place: a file that changed under us is
                 // then recorded as what was read, at worst.
@@ -293,7 +298,7 @@ public struct Runner: Sendable {
                 if let ledger = options.ledger, let input {
                     try ledger.record(
                         item, input: input, artifacts: artifacts, started: startDate, seconds: elapsed(),
-                        audioSeconds: audioSeconds, warnings: warnings)
+                        audioSeconds: audioSeconds, warnings: warnings, speakers: speakers)
                     // Only now that the new manifest stands: what the old one listed and the new one
                     // does not (turn-0004… of a longer earlier run) goes.
                     if let previous { ledger.removeOutputs(of: previous, notIn: artifacts, item: item) }
@@ -301,7 +306,7 @@ public struct Runner: Sendable {
             }
             return ItemResult(
                 item: item, status: .done, reason: reason, artifacts: collector.artifacts, seconds: elapsed(),
-                audioSeconds: context.facts[.audioSeconds], warnings: warnings)
+                audioSeconds: context.facts[.audioSeconds], warnings: warnings, speakers: speakers)
         } catch {
             outputs.discard()
             var failure = Self.failure(error, stage: "output", kind: "commit", item: item)

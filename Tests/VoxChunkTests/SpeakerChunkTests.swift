@@ -42,11 +42,12 @@ struct SpeakerChunkTests {
         return try #require(WAVData.decodePCM16(try Data(contentsOf: url))).samples
     }
 
-    /// espeak-ng saying `text`, at 16 kHz.
-    static func machine(_ text: String) async throws -> [Float] {
+    /// espeak-ng saying `text` in `voice`, at 16 kHz.
+    static func machine(_ text: String, voice: String = "en-us") async throws -> [Float] {
         let dir = URL(fileURLWithPath: temporaryDirectory().path, isDirectory: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let wav = try #require(WAVData.decodePCM16(try Data(contentsOf: try espeak(text, into: dir))))
+        let wav = try #require(
+            WAVData.decodePCM16(try Data(contentsOf: try espeak(text, voice: voice, into: dir))))
         return try await StageHarness(ResampleStage.self, options: ["rate": 16000, "channels": 1]).run(
             blocks(wav.samples, format: wav.format), commit: false
         ).outputs.flatMap(\.samples)
