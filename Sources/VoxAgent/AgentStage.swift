@@ -10,7 +10,8 @@ import VoxFieldService
 /// with the JSON path of the violation. The session's memory (agent, caller facts, the record
 /// being filled, the conversation) lasts for the item. Record ids come from the item and turn, so
 /// a rerun gives the same records. At end of input the session simply ends: a record still
-/// missing fields is not saved.
+/// missing fields is not saved. With `speaker` set, only that speaker's transcripts are read (the
+/// customer, not the field agent who also speaks; `SpeakerChoice`).
 public struct AgentStage: Stage {
     public typealias Input = Transcript
     public typealias Output = AgentTurn
@@ -22,6 +23,8 @@ public struct AgentStage: Stage {
         public var catalog: RecordCatalog
         public var language: String?
         public var currency: String
+        /// Only transcripts of this speaker are read; nil: every transcript.
+        public var speaker: String?
     }
 
     public static let kind = "agent"
@@ -51,7 +54,7 @@ public struct AgentStage: Stage {
 
     public static let options: [OptionSpec] = [
         OptionSpec("provider", .provider(providers.specs), help: "The agent engine and its settings (required)."),
-        Option.records.spec, Option.agent.spec, Option.language.spec, Option.currency.spec,
+        Option.records.spec, Option.agent.spec, Option.language.spec, Option.currency.spec, SpeakerChoice.option.spec,
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
@@ -69,7 +72,15 @@ public struct AgentStage: Stage {
         }
         return Configuration(
             provider: try providers.choose(options), agent: agent == .triage ? nil : agent, records: records,
-            catalog: catalog, language: options[Option.language], currency: options[Option.currency])
+            catalog: catalog, language: options[Option.language], currency: options[Option.currency],
+            speaker: try SpeakerChoice.configure(options))
+    }
+
+    /// A served turn is the client's own clip, with no speaker label: read, whatever `speaker` says.
+    public static func oneTurn(_ configuration: Configuration, maxSeconds: Double) -> Configuration {
+        var configuration = configuration
+        configuration.speaker = nil
+        return configuration
     }
 
     /// The provider (and model), and the record types, for provenance records.
@@ -109,7 +120,8 @@ public struct AgentStage: Stage {
         // Each turn is held until the next arrives, so what the session saves at its end joins
         // the last turn.
         var held: (turn: AgentTurn, tools: Toolbox)?
-        for try await transcript in input where !transcript.text.allSatisfy(\.isWhitespace) {
+        for try await transcript in input
+        where !transcript.text.allSatisfy(\.isWhitespace) && transcript.isSpoken(by: configuration.speaker) {
             var current = session ?? newSession(item.facts[.session], first: transcript)
             let before = current.agent
             let tools = Toolbox(catalog: configuration.catalog, item: item.item.displayName, turn: current.turns)

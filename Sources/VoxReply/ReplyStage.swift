@@ -3,13 +3,16 @@ import VoxCore
 /// `reply`: Transcript → Reply. Answers each non-empty transcript through the provider the spec
 /// names, passing the item's earlier turns as conversation memory (or, when the item brings a
 /// `Conversation` of its own, as `voxpipe serve` does per channel, that conversation's turns).
-/// Empty transcripts (chunks without words) get no reply.
+/// Empty transcripts (chunks without words) get no reply, nor, with `speaker` set, transcripts of
+/// other speakers (`SpeakerChoice`).
 public struct ReplyStage: Stage {
     public typealias Input = Transcript
     public typealias Output = Reply
 
     public struct Configuration: Sendable {
         public var provider: ChosenProvider<any ReplyProvider>
+        /// Only transcripts of this speaker are answered; nil: every transcript.
+        public var speaker: String? = nil
     }
 
     public static let kind = "reply"
@@ -21,11 +24,19 @@ public struct ReplyStage: Stage {
         ProviderEntry(OpenAIReplier.self),
     ])
     public static let options: [OptionSpec] = [
-        OptionSpec("provider", .provider(providers.specs), help: "The reply engine and its settings (required).")
+        OptionSpec("provider", .provider(providers.specs), help: "The reply engine and its settings (required)."),
+        SpeakerChoice.option.spec,
     ]
 
     public static func configure(_ options: StageOptions) throws -> Configuration {
-        Configuration(provider: try providers.choose(options))
+        Configuration(provider: try providers.choose(options), speaker: try SpeakerChoice.configure(options))
+    }
+
+    /// A served turn is the client's own clip, with no speaker label: answered, whatever `speaker` says.
+    public static func oneTurn(_ configuration: Configuration, maxSeconds: Double) -> Configuration {
+        var configuration = configuration
+        configuration.speaker = nil
+        return configuration
     }
 
     /// The provider, and what it adds (a model), for provenance records.
@@ -35,17 +46,20 @@ public struct ReplyStage: Stage {
 
     public let id: String
     let provider: any ReplyProvider
+    let speaker: String?
 
     public init(id: String, configuration: Configuration, context: StageContext) throws {
         self.id = id
         provider = try configuration.provider.make(context)
+        speaker = configuration.speaker
     }
 
     public func prepare() async throws { try await provider.prepare() }
 
     public func run(_ input: Inbox<Transcript>, _ output: Outbox<Reply>, _ item: ItemContext) async throws {
         var history = item.conversation?.turns ?? []
-        for try await transcript in input where !transcript.text.allSatisfy(\.isWhitespace) {
+        for try await transcript in input
+        where !transcript.text.allSatisfy(\.isWhitespace) && transcript.isSpoken(by: speaker) {
             guard let text = try await provider.reply(to: transcript, history: history) else { continue }
             let turn = ConversationTurn(user: transcript.text, assistant: text)
             history.append(turn)
