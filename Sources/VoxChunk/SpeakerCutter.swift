@@ -37,6 +37,8 @@ public struct SpeakerSettings: Sendable {
     static let joinGap = 0.5
     /// The most of a block's speech of one speaker its embedding is computed from.
     static let embeddingSeconds = 60.0
+    /// Turns at least this long are checked on their own against the enrolled voices.
+    static let checkSeconds = 1.0
 }
 
 /// Mode `speakers`: a stream of 16-kHz mono blocks in, one chunk per speaker turn out, labelled.
@@ -188,6 +190,16 @@ final class SpeakerCutter: @unchecked Sendable {
             let neighbour = labelled.last?.speaker ?? turns[(i + 1)...].lazy.compactMap { item[$0.speaker] }.first
             guard let speaker = own ?? neighbour else { continue }
             labelled.append(SpeakerTurn(start: turn.start, end: turn.end, speaker: speaker))
+        }
+        if !book.voices.isEmpty {
+            // Each turn long enough for an embedding of its own is checked against the enrolled voices.
+            for i in labelled.indices where labelled[i].duration >= SpeakerSettings.checkSeconds {
+                let length = min(labelled[i].duration, SpeakerSettings.embeddingSeconds)
+                let from = Int((labelled[i].start * rate).rounded())
+                let to = min(buffer.count, Int(((labelled[i].start + length) * rate).rounded()))
+                guard to > from, let embedding = embedder.embedding(Array(buffer[from..<to])) else { continue }
+                labelled[i].speaker = book.checked(embedding, current: labelled[i].speaker)
+            }
         }
         return (
             SpeakerTurns.mergeShort(labelled, minTurn: 0, joinGap: SpeakerSettings.joinGap),

@@ -154,6 +154,28 @@ struct SpeakerBook {
         return result
     }
 
+    /// The item speaker of a turn whose own embedding is `embedding`, given the one its block's
+    /// clustering gave it (`current`), checked against the enrolled voices (the clustering can put
+    /// a short turn with another speaker's): a turn of an unnamed speaker that matches a named
+    /// speaker's enrolled voice at `threshold` or above, and more than its own speaker, goes to the
+    /// named one; a turn of a named speaker that does not match its voice goes to the speaker it is
+    /// more like, if any. Without enrolled voices, `current`.
+    func checked(_ embedding: [Float], current: Int) -> Int {
+        func voice(_ k: Int) -> [Float]? { voices.first { $0.name == speakers[k].label }?.embedding }
+        let own = SpeakerEmbedding.cosine(embedding, voice(current) ?? speakers[current].mean)
+        let candidates = speakers.indices.filter { $0 != current }.compactMap { k -> (k: Int, similarity: Double)? in
+            if voice(current) != nil {
+                return own < threshold ? (k, SpeakerEmbedding.cosine(embedding, speakers[k].mean)) : nil
+            }
+            return voice(k).map { (k, SpeakerEmbedding.cosine(embedding, $0)) }.flatMap {
+                $0.similarity >= threshold ? $0 : nil
+            }
+        }
+        guard let best = candidates.max(by: { ($0.similarity, -$0.k) < ($1.similarity, -$1.k) }), best.similarity > own
+        else { return current }
+        return best.k
+    }
+
     private func nearest(_ embedding: [Float]) -> Int? {
         speakers.indices.max {
             SpeakerEmbedding.cosine(embedding, speakers[$0].mean)

@@ -93,4 +93,24 @@ import VoxTesting
         #expect(two.assign([([0, 0.6, 0.8], 1), ([0.2, 0.9, 0.3], 1)]) == [1, 1])
         #expect(two.speakers.count == 2)
     }
+
+    @Test func aTurnIsCheckedOnItsOwnVoiceAgainstTheEnrolledOnes() {
+        let tutor: [Float] = [0, 0, 1], learner: [Float] = [1, 0, 0]
+        var book = SpeakerBook(threshold: 0.5, limit: 2, voices: [.init(name: "Tutor", embedding: tutor)])
+        // The clustering put a tutor's turn with the learner's: their cluster's mean is the learner's more.
+        #expect(book.assign([([0.9, 0, 0.3], 10), ([0, 0.1, 1], 5)]) == [0, 1])
+        #expect(book.speakers.map(\.label) == ["Speaker 1", "Tutor"])
+        // A turn of Speaker 1 in the tutor's voice goes to the tutor; the learner's own stay.
+        #expect(book.checked([0, 0.2, 0.98], current: 0) == 1)
+        #expect(book.checked(learner, current: 0) == 0)
+        // A turn of the tutor that is not in the tutor's voice goes to the speaker it is more like.
+        #expect(book.checked([0.95, 0.3, 0.1], current: 1) == 0)
+        #expect(book.checked([0.1, 0.3, 0.95], current: 1) == 1)
+        // Not like the enrolled voice, nor like anyone more: it stays.
+        #expect(book.checked([0, 1, 0], current: 0) == 0)
+        // Without enrolled voices, turns keep their cluster's speaker.
+        var plain = SpeakerBook(threshold: 0.5, limit: nil, voices: [])
+        #expect(plain.assign([(learner, 1), (tutor, 1)]) == [0, 1])
+        #expect(plain.checked(tutor, current: 0) == 0)
+    }
 }
