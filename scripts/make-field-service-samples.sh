@@ -38,4 +38,42 @@ session termin-de de \
   "Guten Tag, ich möchte einen Termin vereinbaren." \
   "Mein Name ist Jonas Weber." \
   "Der Termin ist am Dienstag um 14 Uhr."
+
+# The agent's voice (the Piper voice the pipeline answers in, en_US-joe-medium), through the built
+# voxpipe: what a session on a speakerphone hears of the agent, and the clip the pipeline enrolls
+# to tell the agent from the customer (Pipelines/field-service/voices/agent.wav).
+voxpipe="$(cd "$(dirname "$0")/.." && pwd)/.build/debug/voxpipe"
+echo '{"rules": [], "fallback": ["{text}"]}' >"$work/echo.json"
+cat >"$work/piper.json" <<'SPEC'
+{"stages": [{"id": "text", "kind": "read-text"},
+  {"id": "echo", "kind": "reply", "provider": {"name": "rules", "rules": "echo.json"}},
+  {"id": "voice", "kind": "synthesize", "provider": {"name": "piper"}},
+  {"id": "speech", "kind": "write-wav", "rate": 16000}]}
+SPEC
+piper() { # OUT.wav SENTENCE (16 kHz mono, 16-bit)
+  printf '%s\n' "$2" >"$work/line.txt"
+  rm -rf "$work/piper-out"
+  "$voxpipe" run "$work/piper.json" "$work/line.txt" -o "$work/piper-out" >/dev/null 2>&1
+  cp "$work/piper-out/line/speech-0001.wav" "$1"
+}
+piper "$out/../../Pipelines/field-service/voices/agent.wav" \
+  "Hello, this is the service line. How can I help you today? I have saved the job, and someone will come on Thursday morning."
+
+# book-job on a speakerphone: the caller's turns of book-job with the agent's answers heard
+# between them, in the agent's voice.
+i=0
+parts=("$work/gap.wav")
+for turn in "c:Hello, this is John Miller." "a:Hello, this is Bob at the service line. How can I help?" \
+  "c:The heating is broken at 42 Main Street." "a:I am sorry to hear that. Is it urgent?" \
+  "c:Can you send someone on Thursday at 9 AM?" "a:Yes. Someone will come on Thursday morning."; do
+  i=$((i + 1))
+  if [ "${turn%%:*}" = c ]; then
+    espeak-ng -v en-us -s 120 -g 3 -w "$work/raw-$i.wav" "${turn#*:}"
+    sox "$work/raw-$i.wav" -r 16000 -c 1 -b 16 "$work/turn-$i.wav"
+  else
+    piper "$work/turn-$i.wav" "${turn#*:}"
+  fi
+  parts+=("$work/turn-$i.wav" "$work/gap.wav")
+done
+sox "${parts[@]}" "$out/book-job-speakerphone.flac"
 ls -l "$out"/*.flac

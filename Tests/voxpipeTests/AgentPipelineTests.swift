@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VoxCore
 import VoxTestSupport
 
 /// Field-service sessions end to end: the sample recordings through the offline pipeline, and a
@@ -21,15 +22,22 @@ import VoxTestSupport
         String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
     }
 
-    @Test(
-        .needs(.whisperModels)
-    )
+    @Test(.needs(.whisperModels), .needs(.diarizationModels))
     func theSampleSessionsYieldExactlyTheirRecordsAndARerunWritesNothing() throws {
         let out = temporaryDirectory().appendingPathComponent("out")
+        let report = out.deletingLastPathComponent().appendingPathComponent("report.jsonl")
         let spec = packageRoot.appendingPathComponent("Pipelines/field-service-agents.json").path
-        let first = try voxpipe(["run", spec, samples.path, "-o", out.path])
+        let first = try voxpipe(["run", spec, samples.path, "-o", out.path, "--report", report.path])
         #expect(first.status == 0, "\(first.stderr)")
-        for session in ["add-contact", "book-job", "estimate", "termin-de"] {
+        // On the speakerphone the agent's voice is heard too: named Agent (enrolled), and not read.
+        let lines = try ReportLine.parse(Data(contentsOf: report), file: "report.jsonl")
+        #expect(
+            lines.map { "\($0.output): \(($0.speakers ?? []).map { "\($0.speaker) \($0.turns)" })" } == [
+                "add-contact: [\"Speaker 1 3\"]", "book-job-speakerphone: [\"Speaker 1 3\", \"Agent 3\"]",
+                "book-job: [\"Speaker 1 3\"]", "estimate: [\"Speaker 1 4\"]",
+                "termin-de: [\"Speaker 1 3\"]",
+            ])
+        for session in ["add-contact", "book-job", "book-job-speakerphone", "estimate", "termin-de"] {
             let expected =
                 try JSONSerialization.jsonObject(
                     with: Data(contentsOf: samples.appendingPathComponent("expected/\(session).json")))
@@ -52,10 +60,15 @@ import VoxTestSupport
             #expect(sidecar?["sessionId"] as? String == "fs-\(session)")
             #expect((sidecar?["device"] as? [String: Any])?["model"] as? String == "Pixel 8")
             #expect(log.contains(#""type":"agent_response""#) && log.contains(#""type":"function_call_result""#))
+            if session == "book-job-speakerphone" {
+                // Only the caller's three turns are answered, not the agent's voice between them.
+                let responses = log.split(separator: "\n").filter { $0.contains(#""type":"agent_response""#) }
+                #expect(responses.count == 3 && !log.contains("Bob at the"), "\(log)")
+            }
         }
         let before = try outputHashes(out)
         let second = try voxpipe(["run", spec, samples.path, "-o", out.path])
-        #expect(second.status == 0 && second.stderr.contains("4 skipped"), "\(second.stderr)")
+        #expect(second.status == 0 && second.stderr.contains("5 skipped"), "\(second.stderr)")
         #expect(try outputHashes(out) == before)
     }
 

@@ -260,8 +260,9 @@ import VoxTestSupport
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             files(under: out).filter { $0.hasSuffix(".wav") } == [
-                "field-service/add-contact/audio.wav", "field-service/book-job/audio.wav",
-                "field-service/estimate/audio.wav", "field-service/termin-de/audio.wav",
+                "field-service/add-contact/audio.wav", "field-service/book-job-speakerphone/audio.wav",
+                "field-service/book-job/audio.wav", "field-service/estimate/audio.wav",
+                "field-service/termin-de/audio.wav",
                 "speakers/lesson-two-voices/audio.wav", "speech-de-44k-stereo/audio.wav", "speech-de/audio.wav",
                 "speech-en-22k-mono/audio.wav",
                 "speech-en.mp3/audio.wav", "speech-en.ogg/audio.wav", "sweep-8k/audio.wav",
