@@ -45,10 +45,8 @@ struct TurnDetector: Sendable, Equatable {
     /// Once speaking, a window stays speech down to this (Silero's hysteresis: 0.15 below).
     private var continuing: Double { max(0.01, settings.threshold - 0.15) }
 
-    /// The silence after which a turn may be ending: 100 ms (four windows), or half a shorter
-    /// silence window. A guess made then and dropped costs a cancelled decode; one kept is ready
-    /// `silenceDurationMs - pauseMs` sooner.
-    var pauseMs: Int { min(100, settings.silenceDurationMs / 2) }
+    /// The silence after which a turn may be ending: 200 ms, or half a shorter silence window.
+    var pauseMs: Int { min(200, settings.silenceDurationMs / 2) }
 
     /// The window ending at sample `end` had speech probability `probability`.
     mutating func window(probability: Double, endingAt end: Int) -> Change? {
