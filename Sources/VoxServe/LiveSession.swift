@@ -40,6 +40,8 @@ actor LiveSession {
         /// the timeout; failures as `ServeError`s.
         /// Counts an answer's ending (completed, cancelled, failed).
         let answered: @Sendable (String) -> Void
+        /// Whether the server has CPU to spare for a guess now (`LiveSession.mayGuess`).
+        let mayGuess: @Sendable () -> Bool
         let runTurn:
             @Sendable (
                 _ session: String, _ work: @escaping @Sendable (RequestOverrides) async throws -> TutorPipeline.Answer
@@ -428,6 +430,7 @@ actor LiveSession {
     /// dropped changes nothing the client or the conversation sees.
     private func guess(upTo speechEnd: Int) {
         dropGuess()
+        guard environment.mayGuess() else { return }
         let clip = turnClip(upTo: speechEnd)
         let (session, language, environment) = (id, language, environment)
         let recognition = Task { try await Self.recognise(clip, session: session, language: language, environment) }
@@ -450,6 +453,15 @@ actor LiveSession {
             answer = GuessedAnswer(responseID: responseID, relay: relay, scratch: scratch, task: task)
         }
         guess = (speechEnd, recognition, answer)
+    }
+
+    /// Whether a turn may be transcribed ahead: only with CPU to spare, since a guess that is
+    /// dropped costs a decode the committed turns of every session would have had. Not while a
+    /// turn waits for a slot or every slot is taken, nor under sustained CPU pressure on the
+    /// server's cgroup (the signal whisper's threads go by, `CPUPressure`): beside two CPU hogs,
+    /// four sessions that guessed fell minutes behind. An idle server always guesses.
+    static func mayGuess(running: Int, waiting: Int, slots: Int, coresToLeave: Int) -> Bool {
+        waiting == 0 && running < slots && coresToLeave == 0
     }
 
     private func dropGuess() {

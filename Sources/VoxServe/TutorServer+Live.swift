@@ -62,7 +62,13 @@ extension TutorServer {
     var liveEnvironment: LiveSession.Environment {
         LiveSession.Environment(
             pipeline: pipeline, vadModel: vadModel, rateConversion: pipeline.rateConversion,
-            maxBufferSeconds: settings.maxClipSeconds, answered: { self.metrics.liveResponse($0) }
+            maxBufferSeconds: settings.maxClipSeconds, answered: { self.metrics.liveResponse($0) },
+            mayGuess: {
+                let turns = self.scheduler.counts
+                return LiveSession.mayGuess(
+                    running: turns.running, waiting: turns.waiting, slots: self.settings.concurrency,
+                    coresToLeave: CPUReader().pressure()?.coresToLeave ?? 0)
+            }
         ) { session, work in
             try await self.runPipeline(upload: nil, order: "live-\(session)", call: OpenAICall(connection: nil), work)
         }
