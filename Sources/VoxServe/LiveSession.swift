@@ -457,11 +457,12 @@ actor LiveSession {
 
     /// Whether a turn may be transcribed ahead: only with CPU to spare, since a guess that is
     /// dropped costs a decode the committed turns of every session would have had. Not while a
-    /// turn waits for a slot or every slot is taken, nor under sustained CPU pressure on the
-    /// server's cgroup (the signal whisper's threads go by, `CPUPressure`): beside two CPU hogs,
-    /// four sessions that guessed fell minutes behind. An idle server always guesses.
-    static func mayGuess(running: Int, waiting: Int, slots: Int, coresToLeave: Int) -> Bool {
-        waiting == 0 && running < slots && coresToLeave == 0
+    /// turn waits for a slot or every slot is taken, nor, with other live sessions, under
+    /// sustained CPU pressure on the server's cgroup (the signal whisper's threads go by,
+    /// `CPUPressure`): beside two CPU hogs, four sessions that guessed fell behind. A session
+    /// alone starves no other (its own decodes are the pressure), and an idle server always guesses.
+    static func mayGuess(running: Int, waiting: Int, slots: Int, liveSessions: Int, coresToLeave: Int) -> Bool {
+        waiting == 0 && running < slots && (liveSessions <= 1 || coresToLeave == 0)
     }
 
     private func dropGuess() {

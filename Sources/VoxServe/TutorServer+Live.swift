@@ -67,7 +67,7 @@ extension TutorServer {
                 let turns = self.scheduler.counts
                 return LiveSession.mayGuess(
                     running: turns.running, waiting: turns.waiting, slots: self.settings.concurrency,
-                    coresToLeave: CPUReader().pressure()?.coresToLeave ?? 0)
+                    liveSessions: self.liveSessions.count, coresToLeave: CPUReader().pressure()?.coresToLeave ?? 0)
             }
         ) { session, work in
             try await self.runPipeline(upload: nil, order: "live-\(session)", call: OpenAICall(connection: nil), work)
