@@ -64,3 +64,6 @@ BASE=http://127.0.0.1:$PORT/v1
 python3 bench/live.py "$BASE" $SERVER "warm-up" 1 transcription "${clips[0]}" > /dev/null
 python3 bench/live.py "$BASE" $SERVER "greedy: 1 transcription session" 1 transcription "${clips[@]}"
 python3 bench/live.py "$BASE" $SERVER "greedy: 4 transcription sessions at once" 4 transcription "${clips[@]}"
+for _ in 1 2; do (while :; do :; done) & HOGS+=($!); done
+python3 bench/live.py "$BASE" $SERVER "greedy: 4 at once beside 2 CPU hogs" 4 transcription "${clips[@]}"
+kill "${HOGS[@]}"; HOGS=()
