@@ -15,7 +15,7 @@ let package = Package(
         .library(
             name: "VoxpipeModules",
             targets: [
-                "VoxCore", "VoxFormats", "VoxProcess", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk",
+                "VoxCore", "VoxFormats", "VoxProcess", "VoxReports", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk",
                 "VoxTranscribe",
                 "VoxReply",
                 "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages", "VoxFieldService", "VoxModeration",
@@ -65,6 +65,8 @@ let package = Package(
             ]),
         // Domain modules: types of one domain that several stage modules share (stage modules
         // import these, never each other).
+        // Run reports: JSONL report lines, JUnit XML, Prometheus textfile metrics, and their merge.
+        .target(name: "VoxReports", dependencies: ["VoxCore"]),
         // Formats outside the spine: WAV files in memory (HTTP speech APIs, enrolment clips, tests).
         .target(name: "VoxFormats", dependencies: ["VoxCore"]),
         // Process tools: external programs (ffmpeg, espeak-ng), the libraries loaded, installed models.
@@ -120,7 +122,8 @@ let package = Package(
         .executableTarget(
             name: "voxpipe",
             dependencies: [
-                "VoxCore", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply", "VoxSynthesize",
+                "VoxCore", "VoxReports", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply",
+                "VoxSynthesize",
                 "VoxWrite", "VoxCheck", "VoxStages", "VoxServe", "VoxModeration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -138,7 +141,9 @@ let package = Package(
         .testTarget(name: "VoxHTTPTests", dependencies: ["VoxTestSupport", "VoxHTTP", "VoxCore"]),
         .testTarget(
             name: "VoxCoreTests",
-            dependencies: ["VoxTestSupport", "VoxTesting", "VoxModeration", "VoxCore", "VoxFormats", "VoxProcess"]),
+            dependencies: [
+                "VoxTestSupport", "VoxTesting", "VoxModeration", "VoxCore", "VoxReports", "VoxFormats", "VoxProcess",
+            ]),
         .testTarget(
             name: "VoxDecodeTests",
             dependencies: ["VoxTestSupport", "VoxTesting", "VoxDecode", "VoxCore", "VoxFormats", "CSndFile"]),
@@ -198,6 +203,8 @@ let package = Package(
             ]),
         .testTarget(
             name: "voxpipeTests",
-            dependencies: ["VoxTestSupport", "VoxTesting", "voxpipe", "VoxCore", "VoxFormats", "VoxServe"]),
+            dependencies: [
+                "VoxTestSupport", "VoxTesting", "voxpipe", "VoxCore", "VoxReports", "VoxFormats", "VoxServe",
+            ]),
     ]
 )

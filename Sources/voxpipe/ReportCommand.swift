@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VoxCore
+import VoxReports
 
 /// `voxpipe report DIR...`: the reports and metrics of a run's shards merged into one summary.
 struct ReportCommand: ParsableCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxReports
 
 /// What a run writes about itself for schedulers and CI: a JSON-lines report, Prometheus
 /// textfile-collector metrics and JUnit XML. Each is written whole (temporary name + rename).

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import VoxReports
 import VoxTestSupport
 
 @testable import VoxCore

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxReports
 import VoxTestSupport
 
 /// Field-service sessions end to end: the sample recordings through the offline pipeline, and a

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxReports
 
 /// ReportMerge and `voxpipe report`: the reports and metrics of a run's shards as one.
 @Suite struct ReportMergeTests {

@@ -1,4 +1,5 @@
 import Foundation
+import VoxCore
 
 /// One line of a run's JSON-lines report (`voxpipe run --report`): one item, its status, the
 /// error of a failed item and the hashes of what it wrote. `voxpipe report` reads these back to

@@ -1,4 +1,5 @@
 import Foundation
+import VoxCore
 
 /// The reports and metrics of a run's shards (array tasks, indexed pods) combined into one:
 /// every item once, in output order, with the shards' metrics folded into the whole run's.
