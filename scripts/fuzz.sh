@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-all=(decode upload sidecar spec rules bagit chunks http ledger join verify multipart mp4)
+all=(decode upload sidecar spec rules bagit chunks http ledger join verify multipart mp4 wav metrics)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 runs=${FUZZ_RUNS:-12000}
@@ -52,6 +52,8 @@ for target in "${targets[@]}"; do
     spec) dict=(-dict="$out/spec.dict") ;;
     multipart) dict=(-dict=Tests/Fuzz/multipart.dict) ;;
     mp4) dict=(-dict=Tests/Fuzz/mp4.dict) ;;
+    wav) dict=(-dict=Tests/Fuzz/wav.dict) ;;
+    metrics) dict=(-dict=Tests/Fuzz/metrics.dict) ;;
     *) dict=(-dict=Tests/Fuzz/fuzz.dict) ;;
   esac
   start=$(date +%s)

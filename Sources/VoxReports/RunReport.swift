@@ -181,8 +181,11 @@ public struct RunMetrics: Sendable, Equatable {
             }
             switch raw[..<open] {
             case "voxpipe_items":
-                if let status = labels["status"].flatMap(ItemResult.Status.init(rawValue:)) {
-                    found[job]?.items[status] = Int(value)
+                // A count that is no whole number an Int holds (NaN, 1e300, 2.5) is an unreadable line.
+                if let status = labels["status"].flatMap(ItemResult.Status.init(rawValue:)),
+                    let count = Int(exactly: value)
+                {
+                    found[job]?.items[status] = count
                 }
             case "voxpipe_audio_seconds": found[job]?.audioSeconds = value
             case "voxpipe_wall_seconds": found[job]?.wallSeconds = value

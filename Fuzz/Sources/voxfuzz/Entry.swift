@@ -25,7 +25,7 @@ extension FuzzTarget {
 /// Every target by name.
 let targetNames = [
     "decode", "upload", "sidecar", "spec", "rules", "bagit", "chunks", "http", "ledger", "join", "verify",
-    "multipart", "mp4",
+    "multipart", "mp4", "wav", "metrics",
 ]
 
 func makeTarget(_ name: String, workspace: URL, root: URL) throws -> any FuzzTarget {
@@ -43,6 +43,8 @@ func makeTarget(_ name: String, workspace: URL, root: URL) throws -> any FuzzTar
     case "verify": return try VerifyTarget(workspace: workspace)
     case "multipart": return MultipartTarget()
     case "mp4": return MP4Target(workspace: workspace)
+    case "wav": return WAVTarget()
+    case "metrics": return MetricsTarget()
     default: fail("VOXFUZZ_TARGET=\(name) is not a target (one of: \(targetNames.joined(separator: ", ")))")
     }
 }
