@@ -6,14 +6,20 @@ import VoxTestSupport
 @Suite(.serialized, .startsProcess("the voxpipe binary")) struct ReportWindowTests {
     let spec = packageRoot.appendingPathComponent("Pipelines/moderation-evidence.json").path
 
+    /// The hour of tones, made once for the suite (sox spends seconds of CPU on it; each test
+    /// gets its own copy).
+    static let hour = Result { () throws -> URL in
+        let wav = temporaryDirectory().appendingPathComponent("hour.wav")
+        let minutes = (0..<60).flatMap { m in (m == 0 ? [] : [":"]) + ["synth", "60", "sine", "\(200 + 20 * m)"] }
+        try runTool("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", wav.path] + minutes)
+        return wav
+    }
+
     /// A 60-minute 8 kHz mono upload whose minute m is a (200 + 20·m) Hz tone, and its sidecar.
     func upload(in dir: URL, reports: String) throws -> URL {
         let input = dir.appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
-        let minutes = (0..<60).flatMap { m in (m == 0 ? [] : [":"]) + ["synth", "60", "sine", "\(200 + 20 * m)"] }
-        try runTool(
-            "sox",
-            ["-n", "-r", "8000", "-c", "1", "-b", "16", input.appendingPathComponent("upload.wav").path] + minutes)
+        try FileManager.default.copyItem(at: try Self.hour.get(), to: input.appendingPathComponent("upload.wav"))
         try Data(#"{"room": "lobby", "recordingStartedAt": "2026-11-20T10:00:00Z", "reports": [\#(reports)]}"#.utf8)
             .write(to: input.appendingPathComponent("upload.json"))
         return input
