@@ -17,7 +17,8 @@ import VoxTestSupport
 
     @Test(arguments: [1, 2, 3, 4, 7, 10, 16, 64])
     func shardsCoverEveryItemExactlyOnceInAnyListingOrder(count: Int) throws {
-        for seed in 0..<20 as Range<UInt64> {
+        // Four listings of 200 items a count (20 took 40 s of CPU in a debug build, finding nothing more).
+        for seed in 0..<4 as Range<UInt64> {
             var all = items(200, seed: seed)
             var rng = SplitMix(seed: seed ^ 0xABCDEF)
             var seen: [String: Int] = [:]
