@@ -35,7 +35,8 @@ struct MetricsTarget: FuzzTarget {
         for metrics in found {
             let again = RunMetrics.parse(metrics.prometheus())
             guard again.count == 1, let back = again.first, back.job == metrics.job, counts(back) == counts(metrics),
-                back.success == metrics.success, (back.lastSuccessTimestamp == nil) == (metrics.lastSuccessTimestamp == nil)
+                back.success == metrics.success,
+                (back.lastSuccessTimestamp == nil) == (metrics.lastSuccessTimestamp == nil)
             else {
                 throw VoxError(
                     .internal, "job \(metrics.job.debugDescription) did not survive its own rendering: \(again)")
