@@ -296,9 +296,15 @@ for i in $(seq 300); do
   [ "$i" -eq 300 ] && die "task 0 not cancelled in 30 s"
   sleep 0.1
 done
+# Slurm shows CANCELLED as it sends SIGTERM; voxpipe may still be writing its report (whole, by a
+# rename, as it exits).
+for _ in $(seq 300); do
+  [ -s "$FAULT/reports/task-0.jsonl" ] && break
+  sleep 0.1
+done
 comm -12 <(manifested "$FAULT") "$T/shard-0.items" >"$T/cancelled-0.done"
 cp "$FAULT/reports/task-0.jsonl" "$T/attempts/task-0.cancelled.jsonl" 2>/dev/null ||
-  die "the cancelled task wrote no report (voxpipe stops cleanly on SIGTERM and writes it)"
+  die "the cancelled task wrote no report in 30 s (voxpipe stops cleanly on SIGTERM and writes it)"
 cmp -s <(report_items "$T/attempts/task-0.cancelled.jsonl" done) "$T/cancelled-0.done" ||
   die "the cancelled task's report and its manifests disagree on what it finished"
 [ "$(wc -l <"$T/cancelled-0.done")" -lt "$(wc -l <"$T/shard-0.items")" ] ||
