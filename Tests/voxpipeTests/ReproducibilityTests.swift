@@ -82,29 +82,6 @@ import VoxTestSupport
         #expect(try withHogs(2) { try transcribe("busy", []) } == reference)
     }
 
-    /// The runtime's AVX2 kernel and its plain loops (`VOXPIPE_WHISPER_KERNEL=portable`: what a CPU
-    /// without those instructions would compute) sum the same integers, so every transcript file
-    /// (with its timings and probabilities) is the same, byte for byte.
-    @Test func theAVX2KernelAndPlainLoopsGiveTheSameTranscripts() throws {
-        let input = try inputs()
-        for name in ["speech-en-22k-mono.wav", "speech-de-44k-stereo.flac"] {
-            try FileManager.default.removeItem(at: input.appendingPathComponent(name))
-        }
-        let dir = input.deletingLastPathComponent()
-        let spec = packageRoot.appendingPathComponent("Pipelines/transcribe.json")
-        var environment = ProcessInfo.processInfo.environment
-        environment["VOXPIPE_WHISPER_KERNEL"] = "portable"
-        var outputs: [[String: String]] = []
-        for (name, env) in [("avx2", ProcessInfo.processInfo.environment), ("portable", environment)] {
-            let out = dir.appendingPathComponent(name)
-            let result = try voxpipe(["run", spec.path, input.path, "-o", out.path], environment: env)
-            #expect(result.status == 0, "\(name): \(result.stderr)")
-            outputs.append(try transcripts(out))
-        }
-        #expect(outputs[0].count == 2 * 5, "\(outputs[0].keys.sorted())")
-        #expect(outputs[1] == outputs[0])
-    }
-
     @Test func sigtermDuringAWhisperDecodeStopsItAndExits143() throws {
         let input = temporaryDirectory().appendingPathComponent("in")
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
