@@ -14,8 +14,8 @@ import VoxWrite
 ///   POST /v1/audio/transcriptions   multipart: file, model, language, prompt, temperature,
 ///                                   response_format (json, text, srt, vtt, verbose_json),
 ///                                   timestamp_granularities[] (segment, word); with
-///                                   stream=true, server-sent events: transcript.text.delta as
-///                                   each chunk is transcribed, then transcript.text.done
+///                                   stream=true, server-sent events: transcript.text.delta a
+///                                   segment as each chunk is transcribed, then transcript.text.done
 ///
 ///   POST /v1/audio/translations     as transcriptions, into English (a whisper transcribe stage)
 ///   POST /v1/audio/speech           JSON: input, model, voice, speed, response_format (mp3, opus,
@@ -178,8 +178,8 @@ extension TutorServer {
     }
 
     /// `stream=true`: server-sent events as OpenAI sends them. The clip is cut as the spec's chunk
-    /// stage cuts it (as `voxpipe run` does), and each chunk's text is a `transcript.text.delta` as
-    /// soon as it is transcribed (with `logprobs` per word, from the recogniser's word
+    /// stage cuts it (as `voxpipe run` does), and as soon as a chunk is transcribed each of its
+    /// segments is a `transcript.text.delta` (with `logprobs` per word, from the recogniser's word
     /// probabilities, when `include[]=logprobs`); then one `transcript.text.done` with the whole
     /// text (the deltas joined) and `usage` (the audio's seconds). A failure after the events have
     /// begun is an `error` event. `finished` runs when the last event is sent or the client goes.
@@ -210,16 +210,18 @@ extension TutorServer {
                         audioFile: upload, chunking: .asSpecified, overrides: overrides
                     ) {
                         transcript in
-                        let said = transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)
-                        guard !said.isEmpty else { return }
-                        let delta = text.withLock { text in
-                            let delta = text.isEmpty ? said : " " + said
-                            text += delta
-                            return delta
+                        for piece in Self.deltas(transcript) {
+                            let delta = text.withLock { text in
+                                let delta = text.isEmpty ? piece.text : " " + piece.text
+                                text += delta
+                                return delta
+                            }
+                            var event: [String: JSONValue] = [
+                                "type": "transcript.text.delta", "delta": .string(delta),
+                            ]
+                            if logprobs { event["logprobs"] = Self.logprobs(piece.words) }
+                            send(.object(event))
                         }
-                        var event: [String: JSONValue] = ["type": "transcript.text.delta", "delta": .string(delta)]
-                        if logprobs { event["logprobs"] = Self.logprobs(transcript.words) }
-                        send(.object(event))
                     }
                 }
                 let seconds = answer.transcripts.map(\.chunk.end).max() ?? 0
@@ -238,6 +240,28 @@ extension TutorServer {
         return Response(
             status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
             body: ResponseBody(asyncSequence: events))
+    }
+
+    /// A chunk's text as the deltas of a stream: one a segment the recogniser heard (Whisper's
+    /// segments), each with its words (those that start before the next segment does); the whole
+    /// text as one delta when the segments do not make it up (a provider without them). Joined
+    /// with spaces, the deltas are the chunk's text.
+    static func deltas(_ transcript: Transcript) -> [(text: String, words: [Word])] {
+        let said = transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let segments = transcript.segments.compactMap { segment -> (text: String, start: Double)? in
+            let text = segment.text.trimmingCharacters(in: .whitespacesAndNewlines)
+            return text.isEmpty ? nil : (text, segment.start)
+        }
+        guard segments.count > 1, segments.map(\.text).joined(separator: " ") == said else {
+            return said.isEmpty ? [] : [(said, transcript.words)]
+        }
+        var words = transcript.words[...]
+        return segments.indices.map { k in
+            let next = k + 1 < segments.count ? segments[k + 1].start : .infinity
+            let mine = words.prefix { $0.start < next }
+            words = words.dropFirst(mine.count)
+            return (segments[k].text, Array(mine))
+        }
     }
 
     /// OpenAI's `logprobs`: a token each (here a word), its log probability and its UTF-8 bytes.

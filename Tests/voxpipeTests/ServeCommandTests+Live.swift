@@ -29,7 +29,8 @@ extension ServeCommandTests {
         let types = try #require(got["types"] as? [String])
         let deltas = try #require(got["deltas"] as? [[String: Any]])
         let done = try #require(got["done"] as? String)
-        // A delta a turn, then one done, last.
+        // A delta a segment (each turn here is one segment: StreamDeltaTests splits several), then
+        // one done, last.
         #expect(types == ["transcript.text.delta", "transcript.text.delta", "transcript.text.done"], "\(types)")
         #expect(deltas.compactMap { $0["delta"] as? String }.joined() == done)
         #expect(deltas.allSatisfy { ($0["logprobs"] as? Int ?? 0) > 0 }, "\(deltas)")
