@@ -243,25 +243,18 @@ extension TutorServer {
     }
 
     /// A chunk's text as the deltas of a stream: one a segment the recogniser heard (Whisper's
-    /// segments), each with its words (those that start before the next segment does); the whole
+    /// segments: the transcript files' cues, each with the words that start in it); the whole
     /// text as one delta when the segments do not make it up (a provider without them). Joined
     /// with spaces, the deltas are the chunk's text.
     static func deltas(_ transcript: Transcript) -> [(text: String, words: [Word])] {
         let said = transcript.text.trimmingCharacters(in: .whitespacesAndNewlines)
-        let segments = transcript.segments.compactMap { segment -> (text: String, start: Double)? in
-            let text = segment.text.trimmingCharacters(in: .whitespacesAndNewlines)
-            return text.isEmpty ? nil : (text, segment.start)
+        let cues = TranscriptFormat.cues([transcript]).map {
+            (text: $0.text.trimmingCharacters(in: .whitespacesAndNewlines), words: $0.words)
         }
-        guard segments.count > 1, segments.map(\.text).joined(separator: " ") == said else {
+        guard cues.count > 1, cues.map(\.text).joined(separator: " ") == said else {
             return said.isEmpty ? [] : [(said, transcript.words)]
         }
-        var words = transcript.words[...]
-        return segments.indices.map { k in
-            let next = k + 1 < segments.count ? segments[k + 1].start : .infinity
-            let mine = words.prefix { $0.start < next }
-            words = words.dropFirst(mine.count)
-            return (segments[k].text, Array(mine))
-        }
+        return cues
     }
 
     /// OpenAI's `logprobs`: a token each (here a word), its log probability and its UTF-8 bytes.

@@ -10,17 +10,17 @@ public enum TranscriptFormat: String, Sendable, CaseIterable, OptionValue {
     case rttm
 
     /// One timed line of a transcript file: a chunk's transcript, or one of its segments.
-    struct Cue {
-        var start: Double
-        var end: Double
-        var text: String
-        var words: [Word]
-        var speaker: String?
+    public struct Cue: Sendable {
+        public var start: Double
+        public var end: Double
+        public var text: String
+        public var words: [Word]
+        public var speaker: String?
     }
 
     /// The cues of transcripts in time order: each transcript's segments where it has them
     /// (each word goes with the segment it starts in), else the transcript over its chunk.
-    static func cues(_ transcripts: [Transcript]) -> [Cue] {
+    public static func cues(_ transcripts: [Transcript]) -> [Cue] {
         transcripts.flatMap { t -> [Cue] in
             guard !t.segments.isEmpty else {
                 return [
