@@ -22,8 +22,7 @@ extension SpeakerChunkTests {
     }
 
     @Test func eachSpeakersTalkTimeAndTurnsAreCountedFromTheirTurns() async throws {
-        let c = try await Self.conversation()
-        let (chunks, talk) = try await speakersAndTalk(c.samples, ["speakers": 2])
+        let (c, chunks, talk) = try await Self.twoSpeakers.value
         let got = try #require(talk)
         #expect(got.map(\.speaker) == ["Speaker 1", "Speaker 2"])
         #expect(got.map(\.turns) == [3, 3], "\(got)")

@@ -72,6 +72,17 @@ struct SpeakerChunkTests {
         return c
     }
 
+    /// A conversation, its chunks and each speaker's talk time.
+    typealias Diarized = (conversation: Conversation, chunks: [AudioChunk], talk: [SpeakerTalk]?)
+
+    /// `conversation()` diarized with `speakers: 2`, once for the suite: the labels, the talk time
+    /// and the repeat run are all checked on this one run.
+    static let twoSpeakers = Task { () async throws -> Diarized in
+        let c = try await conversation()
+        let (chunks, talk) = try await SpeakerChunkTests().speakersAndTalk(c.samples, ["speakers": 2])
+        return (c, chunks, talk)
+    }
+
     func speakers(
         _ samples: [Float], _ options: [String: JSONValue] = [:], baseDirectory: URL? = nil
     )
@@ -102,8 +113,7 @@ struct SpeakerChunkTests {
     }
 
     @Test func twoVoicesTakingTurnsAreLabelledInOrderOfFirstAppearance() async throws {
-        let c = try await Self.conversation()
-        let chunks = try await speakers(c.samples, ["speakers": 2])
+        let (c, chunks, _) = try await Self.twoSpeakers.value
         let labels = labels(of: c, chunks)
         #expect(labels == ["Speaker 1", "Speaker 2", "Speaker 1", "Speaker 2", "Speaker 1", "Speaker 2"])
         #expect(chunks.allSatisfy { $0.cut == .speaker && $0.format == Self.mono16k })
@@ -124,8 +134,7 @@ struct SpeakerChunkTests {
     }
 
     @Test func theSameAudioGivesTheSameChunksEveryTime() async throws {
-        let c = try await Self.conversation()
-        let first = try await speakers(c.samples, ["speakers": 2])
+        let (c, first, _) = try await Self.twoSpeakers.value
         let second = try await speakers(c.samples, ["speakers": 2])
         #expect(first.map(\.start) == second.map(\.start) && first.map(\.end) == second.map(\.end))
         #expect(first.map(\.speaker) == second.map(\.speaker) && first.map(\.samples) == second.map(\.samples))

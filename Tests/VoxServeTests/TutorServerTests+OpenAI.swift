@@ -36,7 +36,7 @@ extension TutorServerTests {
     }
 
     @Test(.needs(.whisperModels), .startsProcess("ffmpeg"))
-    func transcriptionsAnswerInEveryFormatWithTheTutorsTranscription() async throws {
+    func transcriptionsAnswerAsJSONTextAndVerboseJSONWithTheTutorsTranscription() async throws {
         let server = try await SharedServer.tutor.value
         let clip = try Data(contentsOf: packageRoot.appendingPathComponent("Samples/speech-de.m4a"))
         let turn = try await server.post("\(api)/process-audio", ["audio": clip.base64EncodedString()])
@@ -51,11 +51,8 @@ extension TutorServerTests {
         #expect(text.body == expected + "\n")
         #expect(text.headers["content-type"]?.hasPrefix("text/plain") == true)
 
-        let srt = try await transcribe(server, [("response_format", "srt")], file: clip)
-        #expect(srt.body.hasPrefix("1\n00:00:0"), "\(srt.body)")
-        let vtt = try await transcribe(server, [("response_format", "vtt")], file: clip)
-        #expect(vtt.body.hasPrefix("WEBVTT\n\n00:00:0"), "\(vtt.body)")
-
+        // srt and vtt: through the OpenAI SDK against `voxpipe serve` (ServeCommandTests), the
+        // same handler; each format is another decode of the clip.
         let verbose = try await transcribe(
             server, [("response_format", "verbose_json"), ("timestamp_granularities[]", "word")], file: clip)
         let detail = try #require(try JSONSerialization.jsonObject(with: Data(verbose.body.utf8)) as? [String: Any])

@@ -52,7 +52,8 @@ import VoxTesting
         }
         let harness = try StageHarness(
             TranscribeStage.self,
-            options: ["provider": ["name": "whisper", "model": "base", "language": "en"]], engines: testEngines)
+            options: ["provider": ["name": "whisper", "model": "base", "language": "en", "shrinkEncoderSeconds": 10]],
+            engines: testEngines)
         return try await harness.run(chunks, commit: false).outputs.map(\.text)
     }
 
@@ -64,7 +65,8 @@ import VoxTesting
     }
 
     /// Given the agents' replies, when Piper and espeak-ng (the field-service pipeline's former
-    /// voice) speak them and Whisper base listens, then Piper's words come back within 10% WER and
+    /// voice) speak them and Whisper base listens (each reply in a context of its own length, as the
+    /// lesson pipelines decode short turns), then Piper's words come back within 10% WER and
     /// better than espeak-ng's.
     @Test func whisperHearsPiperBetterThanEspeak() async throws {
         let piper = try await hear(try await speak(Self.agentReplies, provider: ["name": "piper"]))

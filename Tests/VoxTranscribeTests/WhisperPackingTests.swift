@@ -93,8 +93,9 @@ import VoxTesting
             references.append(line.text)
         }
         let reference = references.joined(separator: " ")
-        let alone = try await transcribe(chunks, [:])
-        let packed = try await transcribe(chunks, ["packSeconds": 30])
+        // Both as the shipped lesson pipelines decode: a window of up to 10 s in a shrunk context.
+        let alone = try await transcribe(chunks, ["shrinkEncoderSeconds": 10])
+        let packed = try await transcribe(chunks, ["packSeconds": 30, "shrinkEncoderSeconds": 10])
         let aloneWER = wordErrorRate(
             reference: reference, hypothesis: alone.transcripts.map(\.text).joined(separator: " "))
         let packedWER = wordErrorRate(

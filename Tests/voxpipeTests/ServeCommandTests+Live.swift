@@ -121,15 +121,15 @@ extension ServeCommandTests {
                 try #require(try live(["converse", base, "16000", clip, clip]) as? [String: Any])
             )
         }
-        let turn = try batchTurn(in: dir)
+        let turn = try Self.germanTurn.get()
         let events = try #require(one["events"] as? [[String: Any]])
         func of(_ type: String, in events: [[String: Any]]) -> [[String: Any]] {
             events.filter { $0["type"] as? String == type }
         }
         let heard = of("conversation.item.input_audio_transcription.completed", in: events)
-        #expect(heard.first?["transcript"] as? String == turn["transcription"] as? String, "\(events)")
+        #expect(heard.first?["transcript"] as? String == turn.transcription, "\(events)")
         let said = of("response.output_audio_transcript.done", in: events).first?["transcript"] as? String
-        #expect(said == turn["reply"] as? String, "\(events)")
+        #expect(said == turn.reply, "\(events)")
         #expect(of("response.done", in: events).first?["status"] as? String == "completed")
         // What was heard comes before the answer to it.
         let types = events.compactMap { $0["type"] as? String }
@@ -204,9 +204,9 @@ extension ServeCommandTests {
         let cookies = dir.appendingPathComponent("cookies").path
         let (live, rest) = try servingTheTutor { port -> ([[String: Any]], [String]) in
             let turns = try #require(
-                try self.live(["turns", "http://127.0.0.1:\(port)/v1", "16000", clip.path, clip.path, clip.path])
+                try self.live(["turns", "http://127.0.0.1:\(port)/v1", "16000", clip.path, clip.path])
                     as? [[String: Any]])
-            let rest = try (0..<3).map { _ in
+            let rest = try (0..<2).map { _ in
                 let answer = try run(
                     "/usr/bin/curl",
                     [
@@ -219,10 +219,10 @@ extension ServeCommandTests {
             return (turns, rest)
         }
         // The tutor's memory (here: which of its answers to the same question comes next) is the
-        // session's: three live turns get the replies three REST turns of one session get.
+        // session's: two live turns get the replies two REST turns of one session get.
         let replies = live.compactMap { $0["answered"] as? String }
         #expect(replies == rest, "\(live) | \(rest)")
-        #expect(replies.count == 3 && replies[0] != replies[1], "\(replies)")
+        #expect(replies.count == 2 && replies[0] != replies[1], "\(replies)")
         #expect(live.allSatisfy { $0["status"] as? String == "completed" })
     }
 }

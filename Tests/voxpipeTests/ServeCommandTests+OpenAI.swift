@@ -97,14 +97,14 @@ extension ServeCommandTests {
         let got = try #require(
             try JSONSerialization.jsonObject(with: Data(sdk.stdout.utf8)) as? [String: Any], "\(sdk.stdout)")
 
-        let text = try #require(try batchTurn(in: dir)["transcription"] as? String)
+        let text = try #require(try Self.germanTurn.get().transcription)
         #expect(text.hasPrefix("Guten Morgen"))
         #expect(got["json"] as? String == text)
         #expect(got["verbose_json"] as? String == text)
         #expect((got["text"] as? String)?.trimmingCharacters(in: .newlines) == text)
         #expect((got["segments"] as? Int ?? 0) > 0)
         #expect((got["srt"] as? String)?.hasPrefix("1\n00:00:0") == true, "\(got)")
-        #expect((got["vtt"] as? String)?.hasPrefix("WEBVTT") == true, "\(got)")
+        #expect((got["vtt"] as? String)?.hasPrefix("WEBVTT\n\n00:00:0") == true, "\(got)")
         #expect(got["models"] as? [String] == ["lesson-tutor"])
         let probe = try run(
             "/usr/bin/env",

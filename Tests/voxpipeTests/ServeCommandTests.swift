@@ -20,17 +20,27 @@ struct ServeCommandTests {
         return try body(port)
     }
 
-    /// The lesson tutor's one turn on the German clip through `voxpipe run`.
-    func batchTurn(in dir: URL) throws -> [String: Any] {
-        let out = dir.appendingPathComponent("out")
+    /// What `voxpipe run` heard and answered in the lesson tutor's one turn on the German clip.
+    struct BatchTurn: Sendable {
+        var transcription: String?
+        var reply: String?
+    }
+
+    /// The lesson tutor's one turn on the German clip through `voxpipe run`, run once for the
+    /// suite: three tests compare what serve answers with it, and it is the same run each time.
+    static let germanTurn = Result { () throws -> BatchTurn in
+        let out = temporaryDirectory().appendingPathComponent("out")
+        let lessonTutor = packageRoot.appendingPathComponent("Pipelines/lesson-tutor.json")
+        let germanClip = packageRoot.appendingPathComponent("Samples/speech-de.m4a")
         let batch = try voxpipe(["run", lessonTutor.path, germanClip.path, "-o", out.path])
-        #expect(batch.status == 0, "\(batch.stderr)")
+        guard batch.status == 0 else { throw VoxError(.internal, "voxpipe run: \(batch.stderr)") }
         let replies =
             try JSONSerialization.jsonObject(
                 with: Data(contentsOf: out.appendingPathComponent("speech-de/replies.json"))) as? [String: Any]
-        let turns = try #require(replies?["turns"] as? [[String: Any]])
-        #expect(turns.count == 1)
-        return turns.first ?? [:]
+        guard let turns = replies?["turns"] as? [[String: Any]], turns.count == 1 else {
+            throw VoxError(.internal, "voxpipe run: not one turn in \(String(describing: replies))")
+        }
+        return BatchTurn(transcription: turns[0]["transcription"] as? String, reply: turns[0]["reply"] as? String)
     }
 
     @Test func theSameAudioThroughServeAndRunGivesTheSameTranscriptionAndReply() throws {
@@ -49,9 +59,9 @@ struct ServeCommandTests {
         }
         let served = try #require(
             try JSONSerialization.jsonObject(with: Data(call.stdout.utf8)) as? [String: Any], "\(call.stdout)")
-        let turn = try batchTurn(in: dir)
-        #expect(served["transcription"] as? String == turn["transcription"] as? String)
-        #expect(served["reply"] as? String == turn["reply"] as? String)
+        let turn = try Self.germanTurn.get()
+        #expect(served["transcription"] as? String == turn.transcription)
+        #expect(served["reply"] as? String == turn.reply)
         #expect((served["transcription"] as? String)?.hasPrefix("Guten Morgen") == true)
     }
 
