@@ -10,7 +10,7 @@ import VoxTestSupport
     .needs(.librivox),
     .startsProcess("the voxpipe binary")
 ) struct ReproducibilityTests {
-    /// Two LibriVox lines and two samples (English, German) in one folder: four items, so two jobs
+    /// A LibriVox line and two samples (English, German) in one folder: three items, so two jobs
     /// and two threads each have work to interleave (every transcript of the four runs is
     /// compared; more items would add minutes of decoding, not another way to differ).
     func inputs() throws -> URL {
@@ -18,7 +18,7 @@ import VoxTestSupport
         try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
         let librivox = InstalledFixture.librivox.url
         let lines = try FileManager.default.contentsOfDirectory(atPath: librivox.path).filter { $0.hasSuffix(".wav") }
-        for name in lines.sorted().prefix(2) {
+        for name in lines.sorted().prefix(1) {
             try FileManager.default.copyItem(
                 at: librivox.appendingPathComponent(name), to: input.appendingPathComponent(name))
         }
@@ -71,7 +71,7 @@ import VoxTestSupport
             return try transcripts(out)
         }
         let reference = try transcribe("jobs1-threads2", ["--jobs", "1"], spec: twoThreads)
-        #expect(reference.count == 4 * 5, "\(reference.keys.sorted())")
+        #expect(reference.count == 3 * 5, "\(reference.keys.sorted())")
         #expect(try transcribe("jobs2", ["--jobs", "2"]) == reference)
         // One core: taskset pins the run (and what it starts) to CPU 0.
         let oneCore = dir.appendingPathComponent("one-core")

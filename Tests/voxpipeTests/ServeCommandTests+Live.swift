@@ -29,9 +29,10 @@ extension ServeCommandTests {
         let types = try #require(got["types"] as? [String])
         let deltas = try #require(got["deltas"] as? [[String: Any]])
         let done = try #require(got["done"] as? String)
-        // A delta a segment (each turn here is one segment: StreamDeltaTests splits several), then
-        // one done, last.
-        #expect(types == ["transcript.text.delta", "transcript.text.delta", "transcript.text.done"], "\(types)")
+        // A delta a segment (each turn here is one segment or two: StreamDeltaTests checks the
+        // splitting), at least one a turn, then one done, last.
+        #expect(types.count >= 3 && types.last == "transcript.text.done", "\(types)")
+        #expect(types.dropLast().allSatisfy { $0 == "transcript.text.delta" }, "\(types)")
         #expect(deltas.compactMap { $0["delta"] as? String }.joined() == done)
         #expect(deltas.allSatisfy { ($0["logprobs"] as? Int ?? 0) > 0 }, "\(deltas)")
         #expect(((got["usage"] as? [String: Any])?["seconds"] as? Double ?? 0) > 8, "\(got)")
