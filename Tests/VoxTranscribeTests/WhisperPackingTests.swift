@@ -9,10 +9,8 @@ import VoxTesting
 /// `packSeconds`: short chunks of one item decoded together in one Whisper window and split back
 /// by word times. With Whisper base (installed by `make setup`) on espeak-ng sentences and the
 /// LibriVox lines; the splitting and the batching also alone, on made-up tokens and lengths.
-@Suite(
-    .serialized,
-    .needs(.whisperModels)
-) struct WhisperPackingTests {
+/// Not serialized, as WhisperTests.
+@Suite(.needs(.whisperModels)) struct WhisperPackingTests {
     /// Six short English sentences, each with a word no other one has.
     static let sentences: [(text: String, keyword: String)] = [
         ("The train to Boston leaves at noon.", "boston"),
