@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Swift tests (swift-testing; arguments go to it: --filter, --skip, …) with their output line
 # by line (a pipe would hold up to 4 KB of it back) and a watchdog: a run still going after
-# VOXPIPE_TEST_LIMIT seconds (default 1800; a normal run takes 9-10 minutes on 2 idle cores,
+# VOXPIPE_TEST_LIMIT seconds (default 1800; a normal run takes about 8 minutes on 2 idle cores,
 # more when busy) is a hang, not a slow machine. Then it prints the tests
 # that started and never ended, every thread's stack in the test processes (gdb), and their
 # children, stops the run and fails, well inside CI's own time limit. A test process that printed
