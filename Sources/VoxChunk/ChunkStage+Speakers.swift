@@ -4,28 +4,33 @@ import VoxFormats
 
 extension ChunkStage {
     /// The engines of mode speakers, loaded once per run and shared by its items (the engine
-    /// cache): the embedding model, and the enrolled voices' embeddings. Throws exit 69 when a
-    /// model is missing, 65 when a clip cannot be read or holds no speech (naming the option).
-    func speakerEngines(_ settings: SpeakerSettings) async throws -> (SpeakerEmbedder, [SpeakerBook.Voice]) {
+    /// cache): the segmentation and embedding models, and the enrolled voices' embeddings. Throws
+    /// exit 69 when a model is missing, 65 when a clip cannot be read or holds no speech (naming
+    /// the option).
+    func speakerEngines(_ settings: SpeakerSettings) async throws -> SpeakerEngines {
         try settings.models.checkPresent()
         let engines = engines, rateConversion = rateConversion
         return try await blocking.run {
+            let segmentation = try engines.engine("speaker-segmentation:\(settings.models.segmentation.path)") {
+                try SpeakerSegmentation(model: settings.models.segmentation)
+            }
             let embedder = try engines.engine("speaker-embedding:\(settings.models.embedding.path)") {
                 try SpeakerEmbedder(model: settings.models.embedding)
             }
+            let loaded = SpeakerEngines(segmentation: segmentation, embedder: embedder, voices: [])
             let key = settings.voices.map { "\($0.name)=\($0.file.path)" }.joined(separator: "\n")
             let voices = try engines.engine("speaker-voices:\(settings.models.embedding.path)\n\(key)") {
                 try settings.voices.map {
-                    try Self.enroll($0, settings: settings, embedder: embedder, rateConversion: rateConversion)
+                    try Self.enroll($0, settings: settings, engines: loaded, rateConversion: rateConversion)
                 }
             }
-            return (embedder, voices)
+            return SpeakerEngines(segmentation: segmentation, embedder: embedder, voices: voices)
         }
     }
 
     /// An enrolled voice: the embedding of the speech the segmentation finds in its clip.
     static func enroll(
-        _ clip: SpeakerSettings.VoiceClip, settings: SpeakerSettings, embedder: SpeakerEmbedder,
+        _ clip: SpeakerSettings.VoiceClip, settings: SpeakerSettings, engines: SpeakerEngines,
         rateConversion: (any RateConversion)?
     ) throws -> SpeakerBook.Voice {
         func fail(_ why: String) -> VoxError {
@@ -49,9 +54,9 @@ extension ChunkStage {
             )
             .convertAll(samples)
         }
-        let diarizer = try Diarizer(
-            models: settings.models, speakers: 1, threshold: settings.clusterThreshold,
-            windowShift: settings.windowShift)
+        let diarizer = Diarizer(
+            segmentation: engines.segmentation, embedder: engines.embedder, speakers: 1,
+            threshold: settings.clusterThreshold, windowShift: settings.windowShift)
         let rate = Double(SpeakerModels.sampleRate)
         var speech: [Float] = []
         for segment in try diarizer.segments(samples[...]) {
@@ -59,7 +64,7 @@ extension ChunkStage {
             let to = min(samples.count, Int((segment.end * rate).rounded()))
             if to > from { speech += samples[from..<to] }
         }
-        guard Double(speech.count) >= 0.5 * rate, let embedding = embedder.embedding(speech) else {
+        guard Double(speech.count) >= 0.5 * rate, let embedding = engines.embedder.embedding(speech) else {
             throw fail("no speech found (an enrolled voice needs a clip of its speaker talking)")
         }
         return SpeakerBook.Voice(name: clip.name, embedding: embedding)
@@ -72,15 +77,14 @@ extension ChunkStage {
     )
         async throws
     {
-        let (embedder, voices) = try await speakerEngines(settings)
+        let loaded = try await speakerEngines(settings)
         var cutter: SpeakerCutter?
         for try await block in input {
             if cutter == nil {
                 let format = block.format, blocking = blocking
                 // Loading the models takes a moment: off the cooperative pool.
                 cutter = try await blocking.run {
-                    try SpeakerCutter(
-                        format: format, settings: settings, embedder: embedder, voices: voices, blocking: blocking)
+                    try SpeakerCutter(format: format, settings: settings, engines: loaded, blocking: blocking)
                 }
             }
             guard let current = cutter else { continue }
@@ -97,4 +101,11 @@ extension ChunkStage {
         facts[.speakerTalk] = cutter.talk
         for chunk in chunks { try await output.send(chunk) }
     }
+}
+
+/// What mode speakers runs on, loaded once per run: the two models and the enrolled voices.
+struct SpeakerEngines: Sendable {
+    var segmentation: SpeakerSegmentation
+    var embedder: SpeakerEmbedder
+    var voices: [SpeakerBook.Voice]
 }

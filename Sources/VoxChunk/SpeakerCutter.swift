@@ -59,24 +59,26 @@ final class SpeakerCutter: @unchecked Sendable {
     private var bufferStart: Int64?
     private var index = 0
     private let blockFrames: Int
+    /// Threads the diarization and the block speakers' embeddings run on.
+    private let lanes: Int
     /// Each item speaker's talk time and turns so far (`ItemFacts[.speakerTalk]`).
     private(set) var talk = SpeakerTally(joinGap: SpeakerSettings.joinGap)
 
-    init(
-        format: AudioFormat, settings: SpeakerSettings, embedder: SpeakerEmbedder, voices: [SpeakerBook.Voice],
-        blocking: BlockingExecutor
-    ) throws {
+    init(format: AudioFormat, settings: SpeakerSettings, engines: SpeakerEngines, blocking: BlockingExecutor) throws {
         guard format == AudioFormat(sampleRate: SpeakerModels.sampleRate, channels: 1) else {
             throw ChunkError(.unsupported, "mode speakers takes 16 kHz mono, not \(format)")
         }
         self.format = format
         self.settings = settings
-        self.embedder = embedder
+        embedder = engines.embedder
         self.blocking = blocking
-        diarizer = try Diarizer(
-            models: settings.models, speakers: settings.speakers ?? 0, threshold: settings.clusterThreshold,
-            windowShift: settings.windowShift)
-        book = SpeakerBook(threshold: settings.match, limit: settings.speakers, voices: voices)
+        // Segmentation and embeddings on as many threads as the process has cores to itself
+        // (CPUBudget): the turns are the same on any number.
+        lanes = CPUReader().budget().threads
+        diarizer = Diarizer(
+            segmentation: engines.segmentation, embedder: engines.embedder, speakers: settings.speakers ?? 0,
+            threshold: settings.clusterThreshold, windowShift: settings.windowShift, lanes: lanes)
+        book = SpeakerBook(threshold: settings.match, limit: settings.speakers, voices: engines.voices)
         blockFrames = Int(settings.blockSeconds * Double(format.sampleRate))
     }
 
@@ -150,12 +152,19 @@ final class SpeakerCutter: @unchecked Sendable {
     }
 
     /// Where a block that the stream goes on after is cut: before the turn that runs into its
-    /// last second (diarized again with the next block, so a turn is not split at a block's
-    /// end), unless that turn started in the block's first half; else a second before the end.
+    /// last second, and before the turns it follows without a pause (a change of speaker without
+    /// a pause is least sure at a block's end, where fewer windows hear it): they are diarized
+    /// again with the next block, so a turn is not split at a block's end. Not before the block's
+    /// second half; else a second before the end.
     static func cut(_ turns: [SpeakerTurn], seconds: Double) -> Double {
         let margin = 1.0
-        if let last = turns.last, last.end > seconds - margin, last.start > seconds / 2 { return last.start }
-        return seconds - margin
+        guard var i = turns.indices.last, turns[i].end > seconds - margin, turns[i].start > seconds / 2 else {
+            return seconds - margin
+        }
+        while i > 0, turns[i].start - turns[i - 1].end < SpeakerSettings.joinGap, turns[i - 1].start > seconds / 2 {
+            i -= 1
+        }
+        return turns[i].start
     }
 
     /// The turns with item speakers (indexes into `labels`): each block speaker's embedding from
@@ -166,8 +175,7 @@ final class SpeakerCutter: @unchecked Sendable {
         let rate = Double(format.sampleRate)
         var order: [Int] = []
         for turn in turns where !order.contains(turn.speaker) { order.append(turn.speaker) }
-        var embedded: [(speaker: Int, embedding: [Float], seconds: Double)] = []
-        for speaker in order {
+        let speech = order.map { speaker in
             var samples: [Float] = []
             var spoken = 0.0
             for turn in turns where turn.speaker == speaker && spoken < SpeakerSettings.embeddingSeconds {
@@ -176,7 +184,13 @@ final class SpeakerCutter: @unchecked Sendable {
                 samples += buffer[from..<min(to, buffer.count)]
                 spoken += length
             }
-            if let embedding = embedder.embedding(samples) {
+            return samples
+        }
+        let embedder = embedder
+        let embeddings = Diarizer.map(lanes: lanes, count: order.count) { embedder.embedding(speech[$0]) }
+        var embedded: [(speaker: Int, embedding: [Float], seconds: Double)] = []
+        for (speaker, embedding) in zip(order, embeddings) {
+            if let embedding {
                 embedded.append(
                     (speaker, embedding, turns.filter { $0.speaker == speaker }.map(\.duration).reduce(0, +)))
             }

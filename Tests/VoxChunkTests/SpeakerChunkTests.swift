@@ -140,6 +140,23 @@ struct SpeakerChunkTests {
         #expect(first.map(\.speaker) == second.map(\.speaker) && first.map(\.samples) == second.map(\.samples))
     }
 
+    @Test func theTurnsAreTheSameOnOneThreadAsOnSeveral() async throws {
+        let c = try await Self.conversation()
+        let models = SpeakerModels.installed()
+        let segmentation = try SpeakerSegmentation(model: models.segmentation)
+        let embedder = try SpeakerEmbedder(model: models.embedding)
+        func segments(lanes: Int) throws -> [Diarizer.Segment] {
+            try Diarizer(
+                segmentation: segmentation, embedder: embedder, speakers: 2, threshold: 0.8, windowShift: 0.25,
+                lanes: lanes
+            )
+            .segments(c.samples[...])
+        }
+        let one = try segments(lanes: 1)
+        #expect(Set(one.map(\.speaker)) == [0, 1])
+        #expect(try segments(lanes: 3) == one)
+    }
+
     @Test func speakersKeepTheirLabelsAcrossBlocks() async throws {
         // The conversation twice (75 s), diarized 30 s at a time: three blocks.
         let once = try await Self.conversation()

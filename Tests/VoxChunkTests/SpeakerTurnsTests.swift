@@ -113,4 +113,36 @@ import VoxTesting
         #expect(plain.assign([(learner, 1), (tutor, 1)]) == [0, 1])
         #expect(plain.checked(tutor, current: 0) == 0)
     }
+
+    @Test func completeLinkageJoinsToTheCountOrWhileCloserThanTheThreshold() {
+        // Two tight pairs and an item farther from both than they are from each other (complete
+        // linkage: two clusters are as far apart as their farthest members).
+        let items: [[Float]] = [[1, 0, 0], [0.99, 0.14, 0], [0, 1, 0], [0.1, 0.99, 0], [0, -0.2, 1]]
+        #expect(Diarizer.cluster(items, count: 3, threshold: 0) == [0, 0, 1, 1, 2])
+        #expect(Diarizer.cluster(items, count: 2, threshold: 0) == [0, 0, 0, 0, 1])
+        #expect(Diarizer.cluster(items, count: 9, threshold: 0) == [0, 1, 2, 3, 4])
+        #expect(Diarizer.cluster(items, count: nil, threshold: 0.05) == [0, 0, 1, 1, 2])
+        #expect(Diarizer.cluster(items, count: nil, threshold: 0.001) == [0, 1, 2, 3, 4])
+        #expect(Diarizer.cluster(items, count: nil, threshold: 2) == [0, 0, 0, 0, 0])
+        #expect(Diarizer.cluster([[1, 0]], count: 2, threshold: 0.5) == [0])
+    }
+
+    @Test func localSpeakersOfAWindowGoToDifferentSpeakersWhereThereAreEnough() {
+        // Both prefer speaker 0; the one that agrees less takes its next best.
+        #expect(Diarizer.bestAssignment([[0.9, 0.1], [0.8, 0.7]], clusters: 2) == [0, 1])
+        #expect(Diarizer.bestAssignment([[0.6, 0.5], [0.95, 0.2]], clusters: 2) == [1, 0])
+        // More local speakers than speakers: each its own best.
+        #expect(Diarizer.bestAssignment([[0.9, 0.1], [0.8, 0.7], [0.2, 0.3]], clusters: 2) == [0, 0, 1])
+    }
+
+    @Test func aBlockIsCutBeforeTheTurnsRunningIntoItsEndWithoutAPause() {
+        // The last turn runs into the last second; the turn before it ends as it starts: both go.
+        #expect(SpeakerCutter.cut([turn(1, 12, 0), turn(22, 27.1, 1), turn(27.1, 29.9, 0)], seconds: 30) == 22)
+        // After a pause, only the last.
+        #expect(SpeakerCutter.cut([turn(1, 12, 0), turn(22, 26, 1), turn(27.1, 29.9, 0)], seconds: 30) == 27.1)
+        // Never before the block's second half; a turn ending early: a second before the end.
+        #expect(SpeakerCutter.cut([turn(1, 16, 0), turn(16, 29.9, 1)], seconds: 30) == 16)
+        #expect(SpeakerCutter.cut([turn(1, 14, 0), turn(14, 29.9, 1)], seconds: 30) == 29)
+        #expect(SpeakerCutter.cut([turn(1, 12, 0)], seconds: 30) == 29)
+    }
 }
