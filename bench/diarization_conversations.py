@@ -2,7 +2,8 @@
 
 Usage: diarization_conversations.py OUT_DIR PIPER_SENTENCES_DIR
 
-Builds four conversations at 16 kHz mono (two of two speakers, two of three) from distinct real
+Builds eight conversations at 16 kHz mono (four of two speakers, four of three; the -c and -d
+ones held out) from distinct real
 and synthetic voices: the LibriVox reader of Debian's pocketsphinx-testdata (a real person), the
 Piper voice en_US-joe-medium (sentences of bench/pauses-text.txt, as bench/pauses.sh makes them),
 espeak-ng's en-us voice and, for the third speaker, espeak-ng's en-gb-x-rp female variant. Turns
@@ -106,3 +107,9 @@ conversation("two-a", ["reader", "joe"], 40, 150)
 conversation("two-b", ["joe", "us"], 41, 150)
 conversation("three-a", ["reader", "joe", "us"], 42, 180)
 conversation("three-b", ["joe", "us", "gb"], 43, 180)
+# Held out: session 43 chose the diarizer's anchor spacing and aggregation on the four above;
+# these four (other seeds: other sentences, pauses, overlaps) were not looked at until it was done.
+conversation("two-c", ["reader", "joe"], 140, 150)
+conversation("two-d", ["joe", "us"], 141, 150)
+conversation("three-c", ["reader", "joe", "us"], 142, 180)
+conversation("three-d", ["joe", "us", "gb"], 143, 180)
