@@ -24,11 +24,9 @@ final class SpeakerSegmentation: @unchecked Sendable {
 
     init(model: URL) throws {
         func failure(_ status: OpaquePointer?, _ api: UnsafePointer<UnsafeRawPointer?>) -> ChunkError {
-            var message = [CChar](repeating: 0, count: 512)
-            if let status { vox_ort_message(api, status, &message, message.count) }
-            let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            return ChunkError(
-                .modelUnavailable, "onnxruntime could not load the segmentation model \(model.path): \(why)")
+            ChunkError(
+                .modelUnavailable,
+                "onnxruntime could not load the segmentation model \(model.path): \(Self.message(status, api))")
         }
         guard let api = vox_ort_api() else {
             throw ChunkError(.modelUnavailable, "the onnxruntime library does not offer its C API")
@@ -112,9 +110,14 @@ final class SpeakerSegmentation: @unchecked Sendable {
     }
 
     private func runFailure(_ status: OpaquePointer?) -> ChunkError {
+        ChunkError(.unsupported, "the speaker segmentation failed on this audio: \(Self.message(status, api))")
+    }
+
+    /// A failed call's message (the status is released); empty without one.
+    private static func message(_ status: OpaquePointer?, _ api: UnsafePointer<UnsafeRawPointer?>) -> String {
+        guard let status else { return "" }
         var message = [CChar](repeating: 0, count: 512)
-        if let status { vox_ort_message(api, status, &message, message.count) }
-        let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return ChunkError(.unsupported, "the speaker segmentation failed on this audio: \(why)")
+        vox_ort_message(api, status, &message, message.count)
+        return String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
