@@ -164,7 +164,7 @@ let package = Package(
             name: "VoxSynthesizeTests",
             dependencies: [
                 "VoxTestSupport", "VoxTesting", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore",
-                "VoxFormats",
+                "VoxFormats", "VoxChunk",
             ]),
         .testTarget(
             name: "VoxWriteTests",

@@ -119,12 +119,37 @@ import VoxTesting
         // linkage: two clusters are as far apart as their farthest members).
         let items: [[Float]] = [[1, 0, 0], [0.99, 0.14, 0], [0, 1, 0], [0.1, 0.99, 0], [0, -0.2, 1]]
         #expect(Diarizer.cluster(items, count: 3, threshold: 0) == [0, 0, 1, 1, 2])
-        #expect(Diarizer.cluster(items, count: 2, threshold: 0) == [0, 0, 0, 0, 1])
+        // Two speakers: the odd item alone is a small cluster (under 2 items), so it does not take
+        // a counted speaker's place; it goes to the nearer of the two pairs.
+        #expect(Diarizer.cluster(items, count: 2, threshold: 0) == [0, 0, 1, 1, 0])
         #expect(Diarizer.cluster(items, count: 9, threshold: 0) == [0, 1, 2, 3, 4])
         #expect(Diarizer.cluster(items, count: nil, threshold: 0.05) == [0, 0, 1, 1, 2])
         #expect(Diarizer.cluster(items, count: nil, threshold: 0.001) == [0, 1, 2, 3, 4])
         #expect(Diarizer.cluster(items, count: nil, threshold: 2) == [0, 0, 0, 0, 0])
         #expect(Diarizer.cluster([[1, 0]], count: 2, threshold: 0.5) == [0])
+    }
+
+    @Test func clusteredItemsMoveToTheirNearestCentre() {
+        // At 8°, 19°, 34°, 57°, 59° and 84°: complete linkage joins 34° to 57° and 59° (25° to
+        // the farther of them, 26° to 8°), then 84°; but 34° is nearer the centre of 8° and 19°
+        // (13.5°) than that of its own cluster (58.5°), and the refinement moves it there.
+        let items: [[Float]] = [
+            [0.99, 0.14], [0.94, 0.33], [0.83, 0.56], [0.54, 0.84], [0.52, 0.86], [0.1, 0.99],
+        ]
+        #expect(Diarizer.cluster(items, count: 2, threshold: 0) == [0, 0, 0, 1, 1, 1])
+        #expect(Diarizer.minClusterSize(10) == 2 && Diarizer.minClusterSize(41) == 3)
+    }
+
+    @Test func segmentsOfOneSpeakerThatOverlapOrTouchBecomeOne() {
+        let segments = [
+            Diarizer.Segment(start: 0, end: 2, speaker: 0), .init(start: 1.5, end: 3, speaker: 1),
+            .init(start: 2, end: 4, speaker: 0), .init(start: 5, end: 6, speaker: 0),
+        ]
+        #expect(
+            Diarizer.joined(segments) == [
+                .init(start: 0, end: 4, speaker: 0), .init(start: 1.5, end: 3, speaker: 1),
+                .init(start: 5, end: 6, speaker: 0),
+            ])
     }
 
     @Test func localSpeakersOfAWindowGoToDifferentSpeakersWhereThereAreEnough() {
