@@ -14,7 +14,8 @@ import Foundation
 ///    speaker nearest to an embedding of its own;
 /// 5. pyannote's aggregation: each frame's speaker count is the windows' mean, its speakers the
 ///    ones the windows over it name most;
-/// 6. each segment of half a second or more goes to the speaker nearest an embedding of its middle.
+/// 6. each segment of a second or more goes to the speaker nearest an embedding of its middle,
+///    a shorter one with the nearest such piece of its turn.
 /// Windows are segmented and anchors embedded on `lanes` threads; every window and embedding is
 /// computed on one thread by itself, so the lanes change the speed, never the turns.
 final class Diarizer {
@@ -33,7 +34,7 @@ final class Diarizer {
     /// The least share of a local speaker's frames that an anchor speaker must share to name it.
     static let agreement: Float = 0.2
     /// Segments at least this long are checked by an embedding of their own (step 6) ...
-    static let checkedSeconds = 0.5
+    static let checkedSeconds = 1.0
     /// ... of at most this much of their middle.
     static let checkSeconds = 1.5
 
@@ -115,8 +116,22 @@ final class Diarizer {
         for (i, embedding) in zip(checked, embeddings) {
             if let embedding { relabelled[i].speaker = Self.nearest(embedding, centroids) }
         }
+        // A shorter segment (too short for a sure embedding) goes with the nearest checked one of
+        // its speaker less than `SpeakerSettings.joinGap` away: a piece of the same turn.
+        for i in segments.indices where segments[i].end - segments[i].start < Self.checkedSeconds {
+            let near = checked.filter {
+                segments[$0].speaker == segments[i].speaker
+                    && Self.gap(segments[$0], segments[i]) < SpeakerSettings.joinGap
+            }
+            if let j = near.min(by: { Self.gap(segments[$0], segments[i]) < Self.gap(segments[$1], segments[i]) }) {
+                relabelled[i].speaker = relabelled[j].speaker
+            }
+        }
         return Self.joined(relabelled)
     }
+
+    /// Seconds between two segments (0 where they overlap).
+    static func gap(_ a: Segment, _ b: Segment) -> Double { max(0, max(a.start, b.start) - min(a.end, b.end)) }
 
     /// `segments` with those of one speaker that overlap or touch made one, sorted by start.
     static func joined(_ segments: [Segment]) -> [Segment] {
