@@ -2,8 +2,9 @@
 # make bench, speaker diarization (issue 40; also runs alone: bench/diarization.sh).
 # 1. Diarization error rate at a 0.25-s collar (md-eval.pl from Debian's sctk) on eight
 #    conversations (bench/diarization_conversations.py: four of two speakers, four of three; the
-#    LibriVox reader, Piper, espeak-ng; pauses, overlaps, back-channels; the pipeline's choices
-#    were made on the -a and -b ones, the -c and -d ones are held out), voxpipe's chunk mode speakers (the count given; windowShift 0.1, as
+#    LibriVox reader, Piper, espeak-ng; pauses, overlaps, back-channels; session 43's choices
+#    were made on the -a and -b ones, session 44's check after looking at the -c ones' errors:
+#    new seeds are the held-out test now), voxpipe's chunk mode speakers (the count given; windowShift 0.1, as
 #    Pipelines/lesson-speakers.json) through write-transcript's RTTM, beside the reference on the
 #    same files: sherpa-onnx's own Python diarization on the same converted models
 #    (bench/diarization_sherpa.py).
