@@ -265,7 +265,7 @@ final class Diarizer {
     /// least `minClusterSize(n)` items): the fewest joins that leave `count` large ones, and the
     /// items of the small ones go to the nearest large one, so a few odd embeddings (overlapped or
     /// mixed speech) never take a counted speaker's place; where no number of joins gives that, the
-    /// plain count. Then each item goes to its nearest cluster centre until none moves (at most
+    /// plain count; then, with a count only, each item goes to its nearest cluster centre until none moves (at most
     /// `refinements` rounds). Labels run 0… in order of each cluster's first item.
     static func cluster(_ items: [[Float]], count: Int?, threshold: Double) -> [Int] {
         let n = items.count
