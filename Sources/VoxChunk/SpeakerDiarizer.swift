@@ -16,8 +16,9 @@ import Foundation
 ///    ones the windows over it name most;
 /// 6. each segment of a second or more goes to the speaker nearest an embedding of its middle,
 ///    a shorter one with the nearest such piece of its turn.
-/// Windows are segmented and anchors embedded on `lanes` threads; every window and embedding is
-/// computed on one thread by itself, so the lanes change the speed, never the turns.
+/// Windows are segmented (`SpeakerSegmentation.batch` at a time) and anchors embedded on `lanes`
+/// threads; every batch and embedding is computed on one thread by itself, so the lanes change
+/// the speed, never the turns.
 final class Diarizer {
     /// One speaker's stretch in a block: seconds from the block's start, and the block's own
     /// speaker number (0-based, not comparable across blocks).
@@ -159,16 +160,21 @@ final class Diarizer {
         let whole = audio.count > size ? (audio.count - size) / step + 1 : 1
         let rest = audio.count > size && (audio.count - size) % step > 0
         let offsets = (0..<(whole + (rest ? 1 : 0))).map { $0 * step }
-        let results = Results<(bits: [UInt8], likelihood: [Float])>(count: offsets.count)
+        let batch = SpeakerSegmentation.batch
+        let batches = (offsets.count + batch - 1) / batch
+        let results = Results<[(bits: [UInt8], likelihood: [Float])]>(count: batches)
         let segmentation = segmentation
-        try Self.inLanes(lanes, count: offsets.count) { i in
-            var buffer = [Float](repeating: 0, count: size)
-            let from = offsets[i], to = min(audio.count, from + size)
-            buffer.replaceSubrange(0..<(to - from), with: audio[from..<to])
-            results.set(i, try buffer.withUnsafeMutableBufferPointer { try segmentation.activity($0) })
+        try Self.inLanes(lanes, count: batches) { b in
+            let windows = b * batch..<min(offsets.count, (b + 1) * batch)
+            var buffer = [Float](repeating: 0, count: size * windows.count)
+            for (k, i) in windows.enumerated() {
+                let from = offsets[i], to = min(audio.count, from + size)
+                buffer.replaceSubrange(k * size..<(k * size + to - from), with: audio[from..<to])
+            }
+            results.set(b, try buffer.withUnsafeMutableBufferPointer { try segmentation.activity($0) })
         }
-        let values = results.values
-        return (values.map { $0?.bits ?? [] }, values.map { $0?.likelihood ?? [] })
+        let values = results.values.flatMap { $0 ?? [] }
+        return (values.map(\.bits), values.map(\.likelihood))
     }
 
     /// The embeddings of `speakers` (those with enough speech to themselves), in their order.

@@ -157,6 +157,27 @@ struct SpeakerChunkTests {
         #expect(try segments(lanes: 3) == one)
     }
 
+    @Test func aWindowsFramesAreTheSameAloneAndAnywhereInABatch() async throws {
+        // Five windows of the conversation (at 0, 5, … 20 s): alone, then as batches of five
+        // and of the last three.
+        let c = try await Self.conversation()
+        let segmentation = try SpeakerSegmentation(model: SpeakerModels.installed().segmentation)
+        let size = SpeakerSegmentation.window
+        let windows = (0..<5).map { w -> [Float] in
+            var window = Array(c.samples[(w * size / 2)..<min(c.samples.count, w * size / 2 + size)])
+            window += [Float](repeating: 0, count: size - window.count)
+            return window
+        }
+        func run(_ batch: ArraySlice<[Float]>) throws -> [[Float]] {
+            var samples = Array(batch.joined())
+            return try samples.withUnsafeMutableBufferPointer { try segmentation.activity($0) }.map(\.likelihood)
+        }
+        let alone = try windows.indices.flatMap { try run(windows[$0...$0]) }
+        #expect(Set(alone.map { $0.reduce(0, +) }).count == 5)
+        #expect(try run(windows[...]) == alone)
+        #expect(try run(windows[2...]) == Array(alone[2...]))
+    }
+
     @Test func speakersKeepTheirLabelsAcrossBlocks() async throws {
         // The conversation twice (75 s), diarized 30 s at a time: three blocks.
         let once = try await Self.conversation()
