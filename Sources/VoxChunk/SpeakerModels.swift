@@ -67,9 +67,29 @@ final class SpeakerEmbedder: @unchecked Sendable {
 
     deinit { SherpaOnnxDestroySpeakerEmbeddingExtractor(handle) }
 
+    /// The most samples embedded at once (10 s): the model's memory grows with its input (a
+    /// minute took 130 MB, held by onnxruntime's arena from then on), so a run's peak would
+    /// depend on the longest speech it met.
+    static let longest = 10 * SpeakerModels.sampleRate
+
     /// The embedding of `samples` (16 kHz mono), scaled to length 1; nil when there is too little
-    /// audio for one.
+    /// audio for one. Longer than `longest`: the mean of the embeddings of equal pieces no longer
+    /// than that, each weighted by its length.
     func embedding(_ samples: [Float]) -> [Float]? {
+        guard samples.count > Self.longest else { return embedding(piece: samples[...]) }
+        let pieces = (samples.count + Self.longest - 1) / Self.longest
+        var sum = [Float](repeating: 0, count: dimension)
+        var found = false
+        for k in 0..<pieces {
+            let piece = samples[(k * samples.count / pieces)..<((k + 1) * samples.count / pieces)]
+            guard let embedding = embedding(piece: piece) else { continue }
+            found = true
+            for d in sum.indices { sum[d] += embedding[d] * Float(piece.count) }
+        }
+        return found ? SpeakerEmbedding.normalized(sum) : nil
+    }
+
+    private func embedding(piece samples: ArraySlice<Float>) -> [Float]? {
         guard !samples.isEmpty, let count = Int32(exactly: samples.count),
             let stream = SherpaOnnxSpeakerEmbeddingExtractorCreateStream(handle)
         else { return nil }
