@@ -124,7 +124,7 @@ let package = Package(
             dependencies: [
                 "VoxCore", "VoxReports", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply",
                 "VoxSynthesize",
-                "VoxWrite", "VoxCheck", "VoxStages", "VoxServe", "VoxModeration",
+                "VoxWrite", "VoxCheck", "VoxStages", "VoxServe", "VoxModeration", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
