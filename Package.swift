@@ -59,7 +59,7 @@ let package = Package(
         .target(
             name: "VoxCore",
             dependencies: [
-                "CCrypto",
+                "CCrypto", "CMalloc",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "VoxServe",
             dependencies: [
-                "VoxCore", "VoxFormats", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib", "CMalloc",
+                "VoxCore", "VoxFormats", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -124,7 +124,7 @@ let package = Package(
             dependencies: [
                 "VoxCore", "VoxReports", "VoxDecode", "VoxResample", "VoxChunk", "VoxTranscribe", "VoxReply",
                 "VoxSynthesize",
-                "VoxWrite", "VoxCheck", "VoxStages", "VoxServe", "VoxModeration", "CMalloc",
+                "VoxWrite", "VoxCheck", "VoxStages", "VoxServe", "VoxModeration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -134,6 +134,9 @@ final class SpeakerCutter: @unchecked Sendable {
         let kept = final ? buffer.count : min(buffer.count, Int((cut * rate).rounded()))
         buffer.removeFirst(kept)
         bufferStart = start + Int64(kept)
+        // A block's windows, embeddings and copies of its audio are freed now; their pages go
+        // back, so the next block does not start from a heap with holes in it.
+        Heap.returnFreeMemory()
         return chunks
     }
 

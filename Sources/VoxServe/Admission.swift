@@ -87,7 +87,7 @@ final class Admission: Sendable {
 /// glibc keeps freed memory in its arenas (a thread per decode uses arenas of its own), so
 /// without a trim a server's RSS stays near its peak long after the load.
 public enum MemoryTrim {
-    static func now() { HeapRelease.returnFreeMemory() }
+    static func now() { Heap.returnFreeMemory() }
 
     /// Caps glibc's malloc arenas at `count` (its default is eight per core), unless the
     /// environment sets `MALLOC_ARENA_MAX`. Each arena keeps the small blocks a burst of turns

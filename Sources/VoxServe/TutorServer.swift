@@ -605,7 +605,7 @@ public final class TutorServer: Sendable {
         let started = ContinuousClock.now
         var (response, failure) = await work()
         // What the request freed goes back now, not when the next request happens to reuse it.
-        HeapRelease.returnFreeMemory()
+        Heap.returnFreeMemory()
         if let failure, failure.status == 503 || failure.status == 429 {
             response.headers[.retryAfter] = String(failure.retryAfter ?? settings.retryAfter)
         }

@@ -3,10 +3,6 @@ import Foundation
 import Logging
 import VoxCore
 
-#if canImport(Glibc)
-internal import CMalloc
-#endif
-
 @main
 struct Voxpipe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,24 +22,12 @@ struct Voxpipe: AsyncParsableCommand {
         ]
     )
 
+    /// glibc's heap bounded (`Heap.bound`) before anything runs: diarizing 3 hours peaked 24% over
+    /// 10 minutes without it (559 MB and 450 MB; AMD EPYC, 2 cores, bench/diarization.sh).
     static func main() async {
-        boundTheHeap()
+        Heap.bound()
         await main(nil)
     }
-}
-
-/// glibc's malloc set so that a long input runs in the memory of a short one. By default a freed
-/// block over 128 KB raises the size from which blocks are mapped of their own (up to 32 MB), so
-/// the audio blocks, chunks and model buffers that later come and go are cut from the heap,
-/// whose holes grow it item after item, and each thread that allocates may get a heap of its
-/// own: diarizing 3 hours peaked 24% over 10 minutes (559 MB and 450 MB), 8% with blocks of 4 MB
-/// or more always mapped (and unmapped when freed) and a heap per core (490 MB and 454 MB; AMD
-/// EPYC, 2 cores, bench/diarization.sh).
-private func boundTheHeap() {
-    #if canImport(Glibc)
-    _ = mallopt(M_MMAP_THRESHOLD, 4 << 20)
-    _ = mallopt(M_ARENA_MAX, Int32(max(2, ProcessInfo.processInfo.activeProcessorCount)))
-    #endif
 }
 
 /// voxpipe's version: part of every item key.
