@@ -9,7 +9,7 @@
 #    same files: sherpa-onnx's own Python diarization on the same converted models
 #    (bench/diarization_sherpa.py).
 # 2. Speed and memory, diarization alone (decode, resample, chunk mode speakers, write-wav),
-#    --jobs 1: a 10-minute and a 60-minute conversation (the two-speaker ones, repeated).
+#    --jobs 1: a 10-minute and a 3-hour conversation (the two-speaker ones, repeated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BENCH_BIN:-$PWD/.build/release/voxpipe}
@@ -55,7 +55,8 @@ cat >"$W/alone.json" <<JSON
   {"id": "turns", "kind": "chunk", "mode": "speakers", "speakers": 2},
   {"id": "audio", "kind": "write-wav", "from": "turns"}]}
 JSON
-for minutes in 10 60; do
+peaks=()
+for minutes in 10 180; do
   f="$W/conv$minutes.wav"
   if [ ! -f "$f" ]; then
     parts=()
@@ -64,6 +65,8 @@ for minutes in 10 60; do
   fi
   rm -rf "$W/alone$minutes"
   read -r s kb < <(measure "$BIN" run "$W/alone.json" "$f" -o "$W/alone$minutes" --jobs 1 --force)
+  peaks+=("$kb")
   printf "%s minutes: %ss = %sx real time, peak RSS %s MB\n" "$minutes" "$s" \
     "$(awk "BEGIN{printf \"%.1f\", $minutes * 60 / $s}")" "$((kb / 1024))"
 done
+printf "3 hours' peak RSS / 10 minutes': %s\n" "$(awk "BEGIN{printf \"%.2f\", ${peaks[1]} / ${peaks[0]}}")"

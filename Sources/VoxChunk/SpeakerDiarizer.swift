@@ -63,7 +63,8 @@ final class Diarizer {
     /// Who speaks when in `samples` (16 kHz mono), sorted by start; nothing for silence.
     func segments(_ samples: ArraySlice<Float>) throws -> [Segment] {
         guard samples.count >= SpeakerModels.sampleRate / 10 else { return [] }
-        let audio = Array(samples)
+        // The block's own samples, not a copy of them (a 10-minute block is 38 MB), numbered from 0.
+        let audio = samples.startIndex == 0 ? samples : ArraySlice(Array(samples))
         let (windows, likelihoods) = try segment(audio)
         let frames = windows[0].count / SpeakerSegmentation.localSpeakers
         let starts = windows.indices.map { Int(Float($0) * Float(step) / Float(SpeakerSegmentation.frameShift) + 0.5) }
@@ -100,7 +101,7 @@ final class Diarizer {
     /// anchor's label to every turn of the other voice; the embedding model tells them apart
     /// (the LibriVox reader and Piper's joe: 12.5% and 17.7% DER without this step, 4.1% and 5.6%
     /// with it).
-    private func verified(_ segments: [Segment], audio: [Float], centroids: [[Float]]) -> [Segment] {
+    private func verified(_ segments: [Segment], audio: ArraySlice<Float>, centroids: [[Float]]) -> [Segment] {
         guard centroids.count > 1 else { return segments }
         let rate = Double(SpeakerModels.sampleRate)
         let checked = segments.indices.filter { segments[$0].end - segments[$0].start >= Self.checkedSeconds }
@@ -155,7 +156,7 @@ final class Diarizer {
 
     /// The segmentation of every window over `audio` (the last padded with silence), as sherpa-onnx
     /// lays them: from 0 every `step` samples while a whole window fits, then one more over the rest.
-    private func segment(_ audio: [Float]) throws -> (bits: [[UInt8]], likelihoods: [[Float]]) {
+    private func segment(_ audio: ArraySlice<Float>) throws -> (bits: [[UInt8]], likelihoods: [[Float]]) {
         let size = SpeakerSegmentation.window
         let whole = audio.count > size ? (audio.count - size) / step + 1 : 1
         let rest = audio.count > size && (audio.count - size) % step > 0
@@ -179,7 +180,7 @@ final class Diarizer {
 
     /// The embeddings of `speakers` (those with enough speech to themselves), in their order.
     private func embed(
-        _ speakers: [(LocalSpeaker, [Range<Int>])], audio: [Float]
+        _ speakers: [(LocalSpeaker, [Range<Int>])], audio: ArraySlice<Float>
     ) -> [(speaker: LocalSpeaker, embedding: [Float])] {
         let embedder = embedder
         let embeddings = Self.map(lanes: lanes, count: speakers.count) {
@@ -188,7 +189,7 @@ final class Diarizer {
         return zip(speakers, embeddings).compactMap { s, e in e.map { (s.0, $0) } }
     }
 
-    static func samples(_ audio: [Float], _ ranges: [Range<Int>]) -> [Float] {
+    static func samples(_ audio: ArraySlice<Float>, _ ranges: [Range<Int>]) -> [Float] {
         var out: [Float] = []
         for r in ranges where r.lowerBound < audio.count {
             out += audio[r.lowerBound..<min(r.upperBound, audio.count)]
@@ -198,7 +199,7 @@ final class Diarizer {
 
     /// Step 4: the local speakers of the windows that are not anchors.
     private func assignBetweenAnchors(
-        _ assigned: inout [LocalSpeaker: Int], anchors: Set<Int>, plan: Plan, clusters: Int, audio: [Float],
+        _ assigned: inout [LocalSpeaker: Int], anchors: Set<Int>, plan: Plan, clusters: Int, audio: ArraySlice<Float>,
         centroids: [[Float]]
     ) {
         let local = SpeakerSegmentation.localSpeakers
