@@ -182,10 +182,11 @@ extension ServeCommandTests {
         #expect(got["first"] as? String == "session.created")
         #expect(got["second"] as? [AnyHashable] == ["session_limit_reached", 1013], "\(got)")
         // The client left as its answer began: its answer was cancelled, not finished for nobody,
-        // no turn runs and its place is free again.
+        // no turn runs and its place is free again. The clip is longer than --max-clip, so its rest
+        // is a second turn whose answer may have begun too before the client was seen to go (1 or 2).
         let after = try #require(got["after_leaving"] as? [String: Double])
         #expect(after["voxpipe_serve_turns_running"] == 0 && after["voxpipe_serve_live_sessions"] == 0, "\(after)")
-        #expect(after["voxpipe_serve_live_responses_total{status=\"cancelled\"}"] == 1, "\(after)")
+        #expect((after["voxpipe_serve_live_responses_total{status=\"cancelled\"}"] ?? 0) >= 1, "\(after)")
         #expect(after["voxpipe_serve_live_responses_total{status=\"completed\"}"] == nil, "\(after)")
         // A session with no client event for 2 s: an error event, then a close (going away).
         #expect(got["idle"] as? [AnyHashable] == ["session.created", "session_idle_timeout", 1001], "\(got)")
