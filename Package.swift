@@ -15,7 +15,8 @@ let package = Package(
         .library(
             name: "VoxpipeModules",
             targets: [
-                "VoxCore", "VoxFormats", "VoxProcess", "VoxReports", "VoxDecode", "VoxResample", "VoxHTTP", "VoxChunk",
+                "VoxCore", "VoxFormats", "VoxProcess", "VoxReports", "VoxRequest", "VoxDecode", "VoxResample",
+                "VoxHTTP", "VoxChunk",
                 "VoxTranscribe",
                 "VoxReply",
                 "VoxSynthesize", "VoxWrite", "VoxCheck", "VoxAgent", "VoxStages", "VoxFieldService", "VoxModeration",
@@ -71,6 +72,9 @@ let package = Package(
         .target(name: "VoxFormats", dependencies: ["VoxCore"]),
         // Process tools: external programs (ffmpeg, espeak-ng), the libraries loaded, installed models.
         .target(name: "VoxProcess", dependencies: ["VoxCore"]),
+        // What a served request asks of an item's stages: the conversation it continues, voice and
+        // speed, language, a client's API key (typed `RequestKey`s; serve sets them).
+        .target(name: "VoxRequest", dependencies: ["VoxCore"]),
         .target(name: "VoxFieldService", dependencies: ["VoxCore"]),
         .target(
             name: "VoxModeration",
@@ -82,17 +86,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(name: "VoxResample", dependencies: ["VoxCore", "CSoxr", "CSampleRate"]),
-        .target(name: "VoxHTTP", dependencies: ["VoxCore", "CCurl", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "VoxHTTP",
+            dependencies: ["VoxCore", "VoxRequest", "CCurl", .product(name: "Logging", package: "swift-log")]),
         .target(name: "VoxChunk", dependencies: ["VoxCore", "VoxFormats", "VoxProcess", "CWhisper", "CSherpaOnnx"]),
         .target(
             name: "VoxTranscribe",
-            dependencies: ["VoxCore", "VoxFormats", "VoxProcess", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
-        .target(name: "VoxReply", dependencies: ["VoxCore", "VoxHTTP"]),
+            dependencies: ["VoxCore", "VoxFormats", "VoxProcess", "VoxRequest", "VoxHTTP", "CPocketSphinx", "CWhisper"]),
+        .target(name: "VoxReply", dependencies: ["VoxCore", "VoxRequest", "VoxHTTP"]),
         .target(name: "VoxAgent", dependencies: ["VoxCore", "VoxFieldService", "VoxHTTP"]),
         .target(
             name: "VoxSynthesize",
             dependencies: [
-                "VoxCore", "VoxFormats", "VoxProcess", "VoxHTTP", "CEspeakNG", "CSherpaOnnx",
+                "VoxCore", "VoxFormats", "VoxProcess", "VoxRequest", "VoxHTTP", "CEspeakNG", "CSherpaOnnx",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
@@ -108,7 +114,7 @@ let package = Package(
         .target(
             name: "VoxServe",
             dependencies: [
-                "VoxCore", "VoxFormats", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib",
+                "VoxCore", "VoxFormats", "VoxRequest", "VoxDecode", "VoxChunk", "VoxWrite", "CCrypto", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -159,11 +165,14 @@ let package = Package(
                 "VoxTestSupport", "VoxTesting", "VoxTranscribe", "VoxHTTP", "VoxResample", "VoxDecode", "VoxChunk",
                 "VoxCore",
             ]),
-        .testTarget(name: "VoxReplyTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxReply", "VoxCore"]),
+        .testTarget(
+            name: "VoxReplyTests", dependencies: ["VoxTestSupport", "VoxTesting", "VoxReply", "VoxRequest", "VoxCore"]),
         .testTarget(
             name: "VoxSynthesizeTests",
             dependencies: [
-                "VoxTestSupport", "VoxTesting", "VoxSynthesize", "VoxHTTP", "VoxTranscribe", "VoxResample", "VoxCore",
+                "VoxTestSupport", "VoxTesting", "VoxSynthesize", "VoxRequest", "VoxHTTP", "VoxTranscribe",
+                "VoxResample",
+                "VoxCore",
                 "VoxFormats", "VoxChunk",
             ]),
         .testTarget(
@@ -193,7 +202,7 @@ let package = Package(
             name: "VoxServeTests",
             dependencies: [
                 "VoxTestSupport", "VoxTesting", "VoxServe", "VoxHTTP", "VoxStages", "VoxResample", "VoxWrite",
-                "VoxChunk", "VoxSynthesize", "VoxCore", "VoxFormats", "VoxProcess",
+                "VoxChunk", "VoxSynthesize", "VoxRequest", "VoxCore", "VoxFormats", "VoxProcess",
                 .product(name: "Logging", package: "swift-log"),
                 // The admission gate alone, on an EmbeddedChannel.
                 .product(name: "Hummingbird", package: "hummingbird"),

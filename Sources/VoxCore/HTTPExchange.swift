@@ -36,42 +36,6 @@ public struct HTTPResponse: Sendable, Codable, Equatable {
     }
 }
 
-/// A key a client of `voxpipe serve --allow-client-keys` sent with its request
-/// (`RequestOverrides.apiKey`, applied by the runner to the item's stages). For the time of that
-/// item HTTP providers send it instead of the key the spec's provider names; it is never logged
-/// and is stripped from errors and recordings like that one.
-public enum ClientCredentials {
-    @TaskLocal public static var apiKey: String?
-}
-
-/// What one served speech request asks of the voice (OpenAI's `/v1/audio/speech` `voice` and
-/// `speed`), for the synthesize providers that can honour it (`RequestOverrides.speech`, applied
-/// by the runner); nil outside such a request.
-public struct SpeechRequest: Sendable, Equatable {
-    /// A voice the provider has (for espeak-ng a name or language code); else the spec's voice.
-    public var voice: String?
-    /// 0.25-4.0 times the spec's speaking rate.
-    public var speed: Double?
-
-    public init(voice: String? = nil, speed: Double? = nil) {
-        self.voice = voice
-        self.speed = speed
-    }
-
-    @TaskLocal public static var current: SpeechRequest?
-}
-
-/// What a served request asks of the recogniser, over the spec's settings (a live session's
-/// `language`); read by the transcription providers that can honour it (whisper).
-public struct TranscriptionRequest: Sendable, Equatable {
-    /// The language of the speech (ISO-639-1, as whisper names them); nil: the spec's.
-    public var language: String?
-
-    public init(language: String? = nil) { self.language = language }
-
-    @TaskLocal public static var current: TranscriptionRequest?
-}
-
 /// Performs one exchange: gives the server's response (any status), or throws for a connection
 /// that failed or timed out (`HTTPError` with `.connection` / `.timeout` in VoxHTTP's transport).
 public protocol HTTPTransport: Sendable {

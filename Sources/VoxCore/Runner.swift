@@ -333,7 +333,7 @@ public struct Runner: Sendable {
                 .internal,
                 "stage '\(stageID)' takes \(start.kind.inputDescription), not \(type(of: value).payloadType)")
         }
-        try await context.overrides.applied {
+        try await context.request.applied {
             try await drive(value, into: start.index, context: context, sink: sink)
         }
     }

@@ -256,52 +256,21 @@ public struct ItemContext: Sendable {
     /// Facts stages learn about the item (decode: its format and length; the item expansion: its
     /// report), for the runner and for stages that record them.
     public var facts: ItemFacts
-    /// The conversation this item continues (`voxpipe serve`: the channel's); nil makes the item
-    /// a conversation of its own.
-    public var conversation: Conversation?
-    /// What one served request asks of the stages (voice, speed, a client's API key); none in a
-    /// batch run. The runner applies them to every stage of the item.
-    public var overrides: RequestOverrides
+    /// What a served request asks of the item's stages (`RequestValues`, typed keys declared
+    /// in VoxRequest: the conversation the turn continues, voice, speed, language, a client's
+    /// key); empty in a batch run. The runner makes them `RequestValues.current` for the item's
+    /// stages.
+    public var request: RequestValues
 
     public init(
         item: InputFile, outputs: ItemOutputs, logger: Logger, facts: ItemFacts = ItemFacts(),
-        conversation: Conversation? = nil, overrides: RequestOverrides = RequestOverrides()
+        request: RequestValues = RequestValues()
     ) {
         self.item = item
         self.outputs = outputs
         self.logger = logger
         self.facts = facts
-        self.conversation = conversation
-        self.overrides = overrides
-    }
-}
-
-/// What one served request may change for its item, and nothing else: the speech's voice and
-/// speed (`/v1/audio/speech`), and the API key a client brought (`serve --allow-client-keys`).
-public struct RequestOverrides: Sendable, Equatable {
-    /// The voice and speed asked for; nil: the spec's.
-    public var speech: SpeechRequest?
-    /// Sent by the item's HTTP providers instead of their own key; never logged or recorded.
-    public var apiKey: String?
-    /// The language asked for; nil: the spec's.
-    public var transcription: TranscriptionRequest?
-
-    public init(speech: SpeechRequest? = nil, apiKey: String? = nil, transcription: TranscriptionRequest? = nil) {
-        self.speech = speech
-        self.apiKey = apiKey
-        self.transcription = transcription
-    }
-
-    /// Runs `body` with these overrides where the providers read them (`SpeechRequest.current`,
-    /// `TranscriptionRequest.current`,
-    /// `ClientCredentials.apiKey`): the runner does this for an item's stages, and nothing else
-    /// sets them.
-    public func applied<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
-        try await ClientCredentials.$apiKey.withValue(apiKey) {
-            try await SpeechRequest.$current.withValue(speech) {
-                try await TranscriptionRequest.$current.withValue(transcription) { try await body() }
-            }
-        }
+        self.request = request
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxRequest
 
 /// A provider's connection to its server: retries connection errors, 408, 409, 429 and 5xx with
 /// exponential backoff and full jitter, honouring `Retry-After`; never retries other 4xx or an
@@ -144,8 +145,8 @@ public final class HTTPClient: Sendable {
         return (text.isEmpty ? "(empty body)" : text, nil)
     }
 
-    /// The key this request goes with: a serve client's (`ClientCredentials`), else the provider's.
-    var key: String? { ClientCredentials.apiKey ?? apiKey }
+    /// The key this request goes with: a serve client's (`RequestKey.clientAPIKey`), else the provider's.
+    var key: String? { RequestValues.current[.clientAPIKey] ?? apiKey }
 
     /// The error with every key (if a server echoed one) replaced.
     func redacted(_ error: HTTPError) -> HTTPError {

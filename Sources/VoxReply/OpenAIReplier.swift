@@ -1,6 +1,7 @@
 import Foundation
 import VoxCore
 import VoxHTTP
+import VoxRequest
 
 /// Replies from a chat model through an OpenAI-compatible `POST {baseURL}/chat/completions`
 /// (OpenAI, vLLM, Ollama, LocalAI, …): a system prompt, the last `memory` turns of the same

@@ -1,4 +1,5 @@
 import VoxCore
+import VoxRequest
 
 /// Why a reply provider cannot be set up: a rules file that cannot be read or does not check.
 public typealias ReplyError = ModuleError<ReplyFailure>

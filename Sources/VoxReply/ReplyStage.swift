@@ -1,4 +1,5 @@
 import VoxCore
+import VoxRequest
 
 /// `reply`: Transcript → Reply. Answers each non-empty transcript through the provider the spec
 /// names, passing the item's earlier turns as conversation memory (or, when the item brings a
@@ -57,13 +58,14 @@ public struct ReplyStage: Stage {
     public func prepare() async throws { try await provider.prepare() }
 
     public func run(_ input: Inbox<Transcript>, _ output: Outbox<Reply>, _ item: ItemContext) async throws {
-        var history = item.conversation?.turns ?? []
+        let conversation = item.request[.conversation]
+        var history = conversation?.turns ?? []
         for try await transcript in input
         where !transcript.text.allSatisfy(\.isWhitespace) && transcript.isSpoken(by: speaker) {
             guard let text = try await provider.reply(to: transcript, history: history) else { continue }
             let turn = ConversationTurn(user: transcript.text, assistant: text)
             history.append(turn)
-            item.conversation?.append(turn)
+            conversation?.append(turn)
             try await output.send(Reply(transcript: transcript, text: text))
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxRequest
 
 /// The deterministic offline replier: an ordered list of rules, each a regular expression
 /// (case-insensitive unless the file says otherwise) with reply templates, and a fallback. The

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import VoxCore
+import VoxRequest
 
 /// The shared session of single-learner mode: whether the bot has joined a channel, which, and
 /// since when. `join-with-bot` moves it to the new channel, `stop` without a session cookie ends

@@ -3,6 +3,7 @@ import Synchronization
 import VoxChunk
 import VoxCore
 import VoxFormats
+import VoxRequest
 
 /// One `/v1/realtime` connection, in OpenAI's Realtime API (the GA event names).
 ///

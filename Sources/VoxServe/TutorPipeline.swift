@@ -4,6 +4,7 @@ import Synchronization
 import VoxCore
 import VoxDecode
 import VoxFormats
+import VoxRequest
 import VoxWrite
 
 /// The tutor's stages, loaded once from a spec and run per request: the same stages, providers,
@@ -203,7 +204,7 @@ public final class TutorPipeline: Sendable {
         let folder = "request-\(UUID().uuidString)"
         let context = ItemContext(
             item: item, outputs: ItemOutputs(root: scratch, folderName: folder), logger: logger,
-            conversation: conversation, overrides: overrides)
+            request: overrides.values(conversation: conversation))
         defer { try? FileManager.default.removeItem(at: scratch.appendingPathComponent(folder)) }
         let collector = TurnCollector(progress: progress)
         try await (runner ?? self.runner).respond(to: value, at: start, context: context, sink: collector)

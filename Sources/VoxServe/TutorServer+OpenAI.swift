@@ -4,6 +4,7 @@ import NIOCore
 import Synchronization
 import VoxCore
 import VoxDecode
+import VoxRequest
 import VoxWrite
 
 /// OpenAI's audio API on the same server, answered by the served spec's stages (transcription:

@@ -8,6 +8,7 @@ import UnixSignals
 import VoxChunk
 import VoxCore
 import VoxDecode
+import VoxRequest
 
 /// `voxpipe serve`: the German tutor's REST API (the routes its mobile clients call) on
 /// Hummingbird, answering every turn with one `TutorPipeline` loaded at start.

@@ -1,5 +1,6 @@
 import Foundation
 import VoxCore
+import VoxRequest
 
 /// Piper voices in-process through sherpa-onnx's C API (onnxruntime on the CPU), offline: natural
 /// English from the voice `make setup` installs (en_US-joe-medium), or any Piper voice folder.
@@ -154,7 +155,7 @@ public final class PiperProvider: SpeechProvider, ProviderKind, Sendable {
         }
         let sentences = try await blocking.run { try engine.sentences(text) }
         let pause = [Float](repeating: 0, count: Int(Self.sentencePause * Double(engine.sampleRate)))
-        let speed = min(4, max(0.25, settings.speed * (SpeechRequest.current?.speed ?? 1)))
+        let speed = min(4, max(0.25, settings.speed * (RequestValues.current[.speech]?.speed ?? 1)))
         let speaker = settings.speaker
         for (i, sentence) in sentences.enumerated() {
             try Task.checkCancellation()

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import VoxCore
+import VoxRequest
 
 /// Why synthesis failed.
 public typealias SynthesizeError = ModuleError<SynthesizeFailure>
@@ -121,7 +122,7 @@ public struct EspeakProvider: SpeechProvider, ProviderKind {
         _ text: String, language: String?, _ part: (_ format: AudioFormat, _ samples: [Float]) async throws -> Void
     ) async throws {
         let rate = try EspeakEngine.shared.start()
-        let voice = try requested(SpeechRequest.current)
+        let voice = try requested(RequestValues.current[.speech])
         for piece in Self.pieces(text) {
             try Task.checkCancellation()
             let pcm = try await blocking.run { try EspeakEngine.shared.synthesize([piece], voice: voice) }

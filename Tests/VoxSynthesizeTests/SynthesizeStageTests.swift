@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VoxCore
+import VoxRequest
 import VoxResample
 import VoxTestSupport
 import VoxTesting

@@ -14,7 +14,7 @@ public struct ConversationTurn: Sendable, Equatable {
 
 /// Conversation memory that outlives one item. In a batch run each item (a lesson) is its own
 /// conversation and the reply stage keeps it; `voxpipe serve` answers one turn per request, so it
-/// hands every request of a channel the same `Conversation` (`ItemContext.conversation`) and the
+/// hands every request of a channel the same `Conversation` (`RequestKey.conversation`) and the
 /// tutor remembers what was said before. Keeps the last `limit` turns, so memory stays bounded.
 public final class Conversation: Sendable {
     private let kept = Mutex<[ConversationTurn]>([])
