@@ -40,6 +40,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.24.0"),
         // Serve's live sessions: OpenAI's Realtime API over WebSocket (`/v1/realtime`).
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
+        // Serve's `GET /metrics`: counters, gauges and histograms in Prometheus' text format.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
     ],
     targets: [
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
@@ -124,6 +126,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
         .executableTarget(
             name: "voxpipe",

@@ -1,87 +1,67 @@
 import Foundation
-import Synchronization
+import Prometheus
 
-/// The server's counters for `GET /metrics`, in Prometheus' text format: requests by route and
-/// status, a latency histogram by route, requests in flight, and failures by reason.
+/// The server's metrics for `GET /metrics`, kept and rendered in Prometheus' text format by
+/// swift-prometheus: requests by route and status, a latency histogram by route, requests in
+/// flight, failures by reason, live sessions' answers by how they ended, and gauges of what runs
+/// now (turns running and waiting, live sessions), read when the metrics are asked for.
 final class ServeMetrics: Sendable {
     /// Histogram bucket bounds in seconds: loopback text turns take milliseconds, audio turns seconds.
     static let buckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
 
-    private struct Latency {
-        var counts = [Int](repeating: 0, count: ServeMetrics.buckets.count)
-        var sum = 0.0
-        var count = 0
+    private static func name(_ name: String, _ unit: String = "", _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "voxpipe", subsystem: "serve", metricName: name, unitName: unit, helpText: help)
+    }
+    private static var requests: MetricNameDescriptor {
+        name("requests", "total", "Requests answered, by route and status.")
+    }
+    private static var latency: MetricNameDescriptor {
+        name("request", "seconds", "Time to answer a request, by route.")
+    }
+    private static var failures: MetricNameDescriptor {
+        name("failures", "total", "Requests answered with an error, by reason.")
+    }
+    private static var liveResponses: MetricNameDescriptor {
+        name("live_responses", "total", "Live sessions' answers, by how they ended.")
     }
 
-    private struct Counters {
-        var requests: [String: [Int: Int]] = [:]
-        var latency: [String: Latency] = [:]
-        var failures: [String: Int] = [:]
-        var inFlight = 0
-        /// Live sessions' answers by how they ended (completed, cancelled, failed).
-        var liveResponses: [String: Int] = [:]
+    private let registry = PrometheusCollectorRegistry()
+    private let inFlight: Gauge
+    private let turnsRunning: Gauge
+    private let turnsWaiting: Gauge
+    private let liveSessions: Gauge
+
+    init() {
+        inFlight = registry.makeGauge(
+            descriptor: Self.name("in_flight", "", "Requests being answered (pipeline requests waiting included)."))
+        turnsRunning = registry.makeGauge(descriptor: Self.name("turns_running", "", "Turns running the pipeline now."))
+        turnsWaiting = registry.makeGauge(descriptor: Self.name("turns_waiting", "", "Turns waiting for a slot."))
+        liveSessions = registry.makeGauge(
+            descriptor: Self.name("live_sessions", "", "Live sessions open (/v1/realtime)."))
     }
 
-    private let counters = Mutex(Counters())
-
-    func started() { counters.withLock { $0.inFlight += 1 } }
+    func started() { inFlight.increment() }
 
     /// A live session's answer ended with `status`.
-    func liveResponse(_ status: String) { counters.withLock { $0.liveResponses[status, default: 0] += 1 } }
+    func liveResponse(_ status: String) {
+        registry.makeCounter(descriptor: Self.liveResponses, labels: [("status", status)]).increment()
+    }
 
     /// One request answered: its route, status, seconds taken, and the failure's reason.
     func finished(route: String, status: Int, seconds: Double, failure: String?) {
-        counters.withLock { c in
-            c.inFlight -= 1
-            c.requests[route, default: [:]][status, default: 0] += 1
-            var l = c.latency[route] ?? Latency()
-            for (i, bound) in Self.buckets.enumerated() where seconds <= bound { l.counts[i] += 1 }
-            l.sum += seconds
-            l.count += 1
-            c.latency[route] = l
-            if let failure { c.failures[failure, default: 0] += 1 }
-        }
+        inFlight.decrement()
+        registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))])
+            .increment()
+        registry.makeValueHistogram(descriptor: Self.latency, labels: [("route", route)], buckets: Self.buckets)
+            .record(seconds)
+        if let failure { registry.makeCounter(descriptor: Self.failures, labels: [("reason", failure)]).increment() }
     }
 
-    func render() -> String {
-        counters.withLock { c in
-            var lines: [String] = []
-            func header(_ name: String, _ type: String, _ help: String) {
-                lines.append("# HELP \(name) \(help)")
-                lines.append("# TYPE \(name) \(type)")
-            }
-            header("voxpipe_serve_requests_total", "counter", "Requests answered, by route and status.")
-            for route in c.requests.keys.sorted() {
-                for (status, n) in c.requests[route, default: [:]].sorted(by: { $0.key < $1.key }) {
-                    lines.append("voxpipe_serve_requests_total{route=\"\(route)\",status=\"\(status)\"} \(n)")
-                }
-            }
-            header("voxpipe_serve_request_seconds", "histogram", "Time to answer a request, by route.")
-            for route in c.latency.keys.sorted() {
-                guard let l = c.latency[route] else { continue }
-                let bucket = "voxpipe_serve_request_seconds_bucket{route=\"\(route)\""
-                for (i, bound) in Self.buckets.enumerated() {
-                    lines.append("\(bucket),le=\"\(format(bound))\"} \(l.counts[i])")
-                }
-                lines.append("voxpipe_serve_request_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(l.count)")
-                lines.append("voxpipe_serve_request_seconds_sum{route=\"\(route)\"} \(format(l.sum))")
-                lines.append("voxpipe_serve_request_seconds_count{route=\"\(route)\"} \(l.count)")
-            }
-            header("voxpipe_serve_in_flight", "gauge", "Requests being answered (pipeline requests waiting included).")
-            lines.append("voxpipe_serve_in_flight \(c.inFlight)")
-            header("voxpipe_serve_failures_total", "counter", "Requests answered with an error, by reason.")
-            for (reason, n) in c.failures.sorted(by: { $0.key < $1.key }) {
-                lines.append("voxpipe_serve_failures_total{reason=\"\(reason)\"} \(n)")
-            }
-            header("voxpipe_serve_live_responses_total", "counter", "Live sessions' answers, by how they ended.")
-            for (status, n) in c.liveResponses.sorted(by: { $0.key < $1.key }) {
-                lines.append("voxpipe_serve_live_responses_total{status=\"\(status)\"} \(n)")
-            }
-            return lines.joined(separator: "\n") + "\n"
-        }
-    }
-
-    private func format(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+    /// The metrics as `GET /metrics` answers them, with the gauges of what runs now set first.
+    func render(turnsRunning running: Int, turnsWaiting waiting: Int, liveSessions sessions: Int) -> String {
+        turnsRunning.set(Double(running))
+        turnsWaiting.set(Double(waiting))
+        liveSessions.set(Double(sessions))
+        return registry.emitToString()
     }
 }

@@ -261,19 +261,8 @@ public final class TutorServer: Sendable {
     /// The request metrics, and the gauges of what runs now: turns running and waiting, live sessions.
     var renderedMetrics: String {
         let turns = scheduler.counts
-        return metrics.render()
-            + """
-            # HELP voxpipe_serve_turns_running Turns running the pipeline now.
-            # TYPE voxpipe_serve_turns_running gauge
-            voxpipe_serve_turns_running \(turns.running)
-            # HELP voxpipe_serve_turns_waiting Turns waiting for a slot.
-            # TYPE voxpipe_serve_turns_waiting gauge
-            voxpipe_serve_turns_waiting \(turns.waiting)
-            # HELP voxpipe_serve_live_sessions Live sessions open (/v1/realtime).
-            # TYPE voxpipe_serve_live_sessions gauge
-            voxpipe_serve_live_sessions \(liveSessions.count)
-
-            """
+        return metrics.render(
+            turnsRunning: turns.running, turnsWaiting: turns.waiting, liveSessions: liveSessions.count)
     }
 
     // MARK: routes

@@ -146,7 +146,8 @@ import VoxTestSupport
         let metrics = try await server.text("/metrics")
         for line in [
             "# TYPE voxpipe_serve_requests_total counter", "# TYPE voxpipe_serve_request_seconds histogram",
-            "# TYPE voxpipe_serve_in_flight gauge", "# TYPE voxpipe_serve_failures_total counter",
+            "# TYPE voxpipe_serve_in_flight gauge", "# TYPE voxpipe_serve_turns_running gauge",
+            "# HELP voxpipe_serve_live_sessions Live sessions open (/v1/realtime).",
             "voxpipe_serve_request_seconds_bucket{route=\"/join-with-bot\",le=\"+Inf\"}",
             "voxpipe_serve_request_seconds_count{route=\"/join-with-bot\"}",
         ] {
