@@ -30,7 +30,7 @@ import VoxTestSupport
         #expect(
             planError(#"{"stages":[{"id":"a","kind":"tone"},{"id":"b","kind":"bogus"}]}"#)
                 == #"stages[1].kind: unknown kind "bogus" (stage 'b'; known: tone, gain, chunker, sum-writer, "#
-                + #"takes-transcript, reporting-source, report-writer, dead-writer)"#
+                + #"takes-transcript, reporting-source, report-writer, dead-writer, request-reader)"#
         )
     }
 
