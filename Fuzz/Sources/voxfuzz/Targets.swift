@@ -6,6 +6,7 @@ import VoxDecode
 import VoxFormats
 import VoxHTTP
 import VoxReply
+import VoxRequest
 import VoxResample
 import VoxStages
 import VoxSynthesize
