@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-vnni-patch"
 
 . "$here/pypi.sh"
 
@@ -54,6 +54,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # A decode with language "auto" uses the encoding its detection made of the first window instead
   # of encoding it again (bit-identical results): scripts/patches/whisper-detect-reuse.py.
   python3 "$here/patches/whisper-detect-reuse.py" "$src/src/whisper.cpp"
+  # A decoder pass over a prompt (or for DTW's alignment) projects onto the vocabulary only the
+  # last tokens, whose logits are read (bit-identical results): scripts/patches/whisper-last-logits.py.
+  python3 "$here/patches/whisper-last-logits.py" "$src/src/whisper.cpp"
   # A worker waiting for the others sleeps instead of spinning (several threads per decode stay
   # fast when other processes use the cores): scripts/patches/ggml-barrier.py.
   python3 "$here/patches/ggml-barrier.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"
@@ -63,6 +66,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # The encoder's attention converts each head's keys and values to F32 once, not once per tile
   # of 64 queries (bit-identical results): scripts/patches/ggml-fa-pack-once.py.
   python3 "$here/patches/ggml-fa-pack-once.py" "$src/ggml/src/ggml-cpu/ops.cpp"
+  # q8_0 matrix products with VNNI's integer dot product where the CPU has it, chosen at run time;
+  # every other kernel stays the baseline's (bit-identical results): scripts/patches/ggml-q8-vnni.py.
+  python3 "$here/patches/ggml-q8-vnni.py" "$src/ggml/src"
   # The baseline's instruction sets, named one by one (never -march=native unless asked). OpenMP
   # off: its spinning workers slowed decoding 12x whenever the other core was busy. llamafile's
   # tiled matrix kernels (tinyBLAS; whisper.cpp leaves them off) for q8_0 and f16: the 30-s

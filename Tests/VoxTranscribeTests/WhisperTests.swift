@@ -258,11 +258,16 @@ import VoxTesting
             contentsOf: cpuCode.deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
         let patches = [
-            "abort-patch", "barrier-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
-            "fa-pack-once-patch",
+            "abort-patch", "barrier-wake-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
+            "fa-pack-once-patch", "last-logits-patch", "q8-vnni-patch",
         ]
         for patch in patches {
             #expect(record.contains(patch), "\(record)")
+        }
+        // The q8_0 kernels for VNNI CPUs are in the CPU code, chosen at run time
+        // (scripts/patches/ggml-q8-vnni.py; that they change no result, bench/kernels.sh shows).
+        for variant in ["llamafile_sgemm_avxvnni\0", "llamafile_sgemm_avx512vnni\0"] {
+            #expect(try Data(contentsOf: cpuCode).range(of: Data(variant.utf8)) != nil, "\(variant)")
         }
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
         try WhisperRuntime.checkCPU()
