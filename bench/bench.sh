@@ -267,6 +267,10 @@ REPS=$REPS_SAVED
 echo "baseline x86-64-v3 ${nb% *}s   native ($(grep -o 'avx512[a-z_]*' /proc/cpuinfo | sort -u | head -3 | tr '\n' ' ')…) ${nn% *}s   baseline/native $(ratio "${nb% *}" "${nn% *}")   native transcripts: $(same "$RP/native")"
 
 echo
+echo "== the same bits with VNNI: every shipped Whisper pipeline with the baseline's q8_0 kernels and with this CPU's best"
+bench/kernels.sh || echo "bench: the kernels' outputs differ (see above)"
+
+echo
 echo "== no-op rerun over 50 finished uploads: moderation-evidence-transcribed (Whisper) vs resample-16k (target: within 1.5x; no model loaded)"
 NO=$W/noop; rm -rf "$NO"; mkdir -p "$NO/in"
 for i in $(seq 50); do cp Samples/speech-en-22k-mono.wav "$NO/in/u$i.wav"; done
