@@ -267,7 +267,7 @@ REPS=$REPS_SAVED
 echo "baseline x86-64-v3 ${nb% *}s   native ($(grep -o 'avx512[a-z_]*' /proc/cpuinfo | sort -u | head -3 | tr '\n' ' ')…) ${nn% *}s   baseline/native $(ratio "${nb% *}" "${nn% *}")   native transcripts: $(same "$RP/native")"
 
 echo
-echo "== the same bits with VNNI: every shipped Whisper pipeline with the baseline's q8_0 kernels and with this CPU's best"
+echo "== the same bits with AMX: every shipped Whisper pipeline with the baseline's q8_0 kernels and with this CPU's best"
 bench/kernels.sh || echo "bench: the kernels' outputs differ (see above)"
 
 echo

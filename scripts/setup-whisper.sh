@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-vnni-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch"
 
 . "$here/pypi.sh"
 
@@ -66,9 +66,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # The encoder's attention converts each head's keys and values to F32 once, not once per tile
   # of 64 queries (bit-identical results): scripts/patches/ggml-fa-pack-once.py.
   python3 "$here/patches/ggml-fa-pack-once.py" "$src/ggml/src/ggml-cpu/ops.cpp"
-  # q8_0 matrix products with VNNI's integer dot product where the CPU has it, chosen at run time;
-  # every other kernel stays the baseline's (bit-identical results): scripts/patches/ggml-q8-vnni.py.
-  python3 "$here/patches/ggml-q8-vnni.py" "$src/ggml/src"
+  # q8_0 matrix products summed block by block, on AMX-INT8 where the CPU has it (chosen at run
+  # time, the same bits as the baseline's AVX2 kernel): scripts/patches/ggml-q8-blocks.py.
+  python3 "$here/patches/ggml-q8-blocks.py" "$src/ggml/src"
   # The baseline's instruction sets, named one by one (never -march=native unless asked). OpenMP
   # off: its spinning workers slowed decoding 12x whenever the other core was busy. llamafile's
   # tiled matrix kernels (tinyBLAS; whisper.cpp leaves them off) for q8_0 and f16: the 30-s

@@ -259,16 +259,14 @@ import VoxTesting
                 .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
         let patches = [
             "abort-patch", "barrier-wake-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
-            "fa-pack-once-patch", "last-logits-patch", "q8-vnni-patch",
+            "fa-pack-once-patch", "last-logits-patch", "q8-blocks-patch",
         ]
         for patch in patches {
             #expect(record.contains(patch), "\(record)")
         }
-        // The q8_0 kernels for VNNI CPUs are in the CPU code, chosen at run time
-        // (scripts/patches/ggml-q8-vnni.py; that they change no result, bench/kernels.sh shows).
-        for variant in ["llamafile_sgemm_avxvnni\0", "llamafile_sgemm_avx512vnni\0"] {
-            #expect(try Data(contentsOf: cpuCode).range(of: Data(variant.utf8)) != nil, "\(variant)")
-        }
+        // The q8_0 kernel for AMX CPUs is in the CPU code, chosen at run time
+        // (scripts/patches/ggml-q8-blocks.py; that it changes no result, bench/kernels.sh shows).
+        #expect(try Data(contentsOf: cpuCode).range(of: Data("voxpipe_q8_gemm_amx\0".utf8)) != nil)
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
         try WhisperRuntime.checkCPU()
         let old: Set<String> = ["pni", "ssse3", "sse4_2", "avx", "f16c", "bmi2"]

@@ -128,7 +128,12 @@ extension ServeCommandTests {
             events.filter { $0["type"] as? String == type }
         }
         let heard = of("conversation.item.input_audio_transcription.completed", in: events)
-        #expect(heard.first?["transcript"] as? String == turn.transcription, "\(events)")
+        // The session hears the clip as ffmpeg resampled it, cut by its own VAD; the batch turn as
+        // voxpipe resampled it: the same words but for at most one.
+        let heardWords = scoringWords(heard.first?["transcript"] as? String ?? "")
+        let batchWords = scoringWords(turn.transcription ?? "")
+        #expect(!heardWords.isEmpty && heardWords.count == batchWords.count, "\(events)")
+        #expect(zip(heardWords, batchWords).filter { $0 != $1 }.count <= 1, "\(events)")
         let said = of("response.output_audio_transcript.done", in: events).first?["transcript"] as? String
         #expect(said == turn.reply, "\(events)")
         #expect(of("response.done", in: events).first?["status"] as? String == "completed")

@@ -48,10 +48,9 @@ extension ServeCommandTests {
         }
         #expect(texts[0].hasPrefix("Guten Morgen"), "\(texts)")
         // The server chunks the uploaded chunk again (Silero VAD), so Whisper hears a slightly
-        // different clip: the same words but for at most one.
-        let words = texts.map(scoringWords)
-        #expect(words[1].count == words[0].count, "\(texts)")
-        #expect(zip(words[0], words[1]).filter { $0 != $1 }.count <= 1, "\(texts)")
+        // different clip: the same words but for one or two (a word heard as two is two errors).
+        #expect(!scoringWords(texts[1]).isEmpty, "\(texts)")
+        #expect(wordErrorRate(reference: texts[0], hypothesis: texts[1]) <= 0.2, "\(texts)")
 
         // Speech the other way: the served spec's voice through voxpipe's openai synthesize provider.
         let lines = dir.appendingPathComponent("lines.txt")

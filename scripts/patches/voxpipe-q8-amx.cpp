@@ -1,0 +1,124 @@
+// voxpipe: q8_0 x q8_0 matrix products on AMX-INT8 (scripts/patches/ggml-q8-blocks.py), compiled with
+// -mamx-tile -mamx-int8 and AVX-512 and called only where the CPU has AMX and Linux granted it. The
+// same block sums as the baseline's kernel (voxpipe-q8.inc), so the same bits: a tile is 16 weight
+// rows by 16 columns, one TDPBSSD per block of 32 gives its 256 exact integer dot products (signed
+// bytes; the columns packed as TDPBSSD's B tile, 4 bytes a column a row), then per row the same
+// product of scales and the same fused multiply-add, block after block. Edges (rows past a multiple
+// of 16) go through the baseline's code, compiled here.
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "voxpipe-q8.inc"
+
+namespace voxpipe_q8 {
+struct tilecfg { uint8_t palette; uint8_t start_row; uint8_t reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; };
+static inline void amx_config() {
+    tilecfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 8; t += 2) {  // even tiles: A or C (16 rows); odd: B (8 rows of 4 bytes x 16 columns)
+        c.rows[t] = 16; c.colsb[t] = 64;
+        c.rows[t + 1] = 8; c.colsb[t + 1] = 64;
+    }
+    c.colsb[0] = 32; c.colsb[2] = 32;  // tiles 0 and 2: A, 16 rows of one block
+    _tile_loadconfig(&c);
+}
+// columns [j0, j0 + 16) of B (fewer at the end: zeros) as TDPBSSD's B tiles, block by block, and their scales
+static void pack(const blk * B, int64_t ldb, int64_t k, int64_t n, int64_t j0, int32_t * out, float * dbv) {
+    const int64_t cols = n - j0 < 16 ? n - j0 : 16;
+    for (int64_t l = 0; l < k; ++l) {
+        int32_t * o = out + 128 * l;
+        float * d = dbv + 16 * l;
+        for (int64_t c = 0; c < 16; ++c) {
+            if (c < cols) {
+                const blk * b = B + ldb * (j0 + c) + l;
+                int32_t q[8];
+                memcpy(q, b->qs, 32);
+                for (int r = 0; r < 8; ++r) o[16 * r + c] = q[r];
+                d[c] = h2f(b->d);
+            } else {
+                for (int r = 0; r < 8; ++r) o[16 * r + c] = 0;
+                d[c] = 0.0f;
+            }
+        }
+    }
+}
+// 16 rows from i, the packed columns from j0 (cols of them valid)
+static void tile16(const blk * A, int64_t lda, const int32_t * bp, const float * dbv, float * C, int64_t ldc, int64_t k, int64_t i, int64_t j0, int64_t cols) {
+    __m512 acc[16];
+    for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+    alignas(64) int32_t cb[2][256];
+    alignas(64) float da[16];
+    for (int64_t l = 0; l < k; l += 2) {
+        const bool two = l + 1 < k;
+        _tile_zero(4);
+        _tile_loadd(0, A[lda * i + l].qs, lda * sizeof(blk));
+        _tile_loadd(1, bp + 128 * l, 64);
+        _tile_dpbssd(4, 0, 1);
+        if (two) {
+            _tile_zero(6);
+            _tile_loadd(2, A[lda * i + l + 1].qs, lda * sizeof(blk));
+            _tile_loadd(3, bp + 128 * (l + 1), 64);
+            _tile_dpbssd(6, 2, 3);
+        }
+        _tile_stored(4, cb[0], 64);
+        if (two) _tile_stored(6, cb[1], 64);
+        for (int q = 0; q < (two ? 2 : 1); ++q) {
+            for (int r = 0; r < 16; ++r) da[r] = h2f(A[lda * (i + r) + l + q].d);
+            const __m512 db = _mm512_loadu_ps(dbv + 16 * (l + q));
+            for (int r = 0; r < 16; ++r)
+                acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(da[r]), db), _mm512_cvtepi32_ps(_mm512_load_si512(cb[q] + 16 * r)), acc[r]);
+        }
+    }
+    alignas(64) float t[16][16];
+    for (int r = 0; r < 16; ++r) _mm512_store_ps(t[r], acc[r]);
+    for (int64_t c = 0; c < cols; ++c)
+        for (int r = 0; r < 16; ++r) C[ldc * (j0 + c) + i + r] = t[r][c];
+}
+// per-thread buffers for the packed columns of `blocks` blocks (plain malloc: no C++ library code is
+// instantiated in this AVX-512 object, where the baseline's objects could pick it up)
+static void reserve(int32_t ** bp, float ** dbv, int64_t * held, int64_t blocks) {
+    if (blocks <= *held) return;
+    free(*bp);
+    free(*dbv);
+    *bp = (int32_t *) malloc(sizeof(int32_t) * 128 * blocks);
+    *dbv = (float *) malloc(sizeof(float) * 16 * blocks);
+    *held = blocks;
+}
+static void gemm_amx(const blk * A, int64_t lda, const blk * B, int64_t ldb, float * C, int64_t ldc, int64_t m, int64_t n, int64_t k, int ith, int nth) {
+    const int64_t m16 = m / 16 * 16, groups = (n + 15) / 16;
+    static thread_local int32_t * bp = NULL;
+    static thread_local float * dbv = NULL;
+    static thread_local int64_t held = 0;
+    amx_config();
+    if (groups >= 2 * nth) {  // many columns (an encoder pass): each thread its share of the columns
+        reserve(&bp, &dbv, &held, k);
+        const int64_t g0 = groups * ith / nth, g1 = groups * (ith + 1) / nth;
+        for (int64_t g = g0; g < g1; ++g) {
+            const int64_t cols = n - 16 * g < 16 ? n - 16 * g : 16;
+            pack(B, ldb, k, n, 16 * g, bp, dbv);
+            for (int64_t i = 0; i < m16; i += 16) tile16(A, lda, bp, dbv, C, ldc, k, i, 16 * g, cols);
+            for (int64_t i = m16; i < m; ++i)
+                for (int64_t j = 16 * g; j < 16 * g + cols; ++j) one(A, lda, B, ldb, C, ldc, k, i, j);
+        }
+    } else {  // few columns (a decoder step): each thread its share of the rows
+        reserve(&bp, &dbv, &held, k * groups);
+        for (int64_t g = 0; g < groups; ++g) pack(B, ldb, k, n, 16 * g, bp + 128 * k * g, dbv + 16 * k * g);
+        const int64_t tiles = m16 / 16;
+        const int64_t t0 = tiles * ith / nth, t1 = tiles * (ith + 1) / nth;
+        for (int64_t t = t0; t < t1; ++t)
+            for (int64_t g = 0; g < groups; ++g)
+                tile16(A, lda, bp + 128 * k * g, dbv + 16 * k * g, C, ldc, k, 16 * t, 16 * g, n - 16 * g < 16 ? n - 16 * g : 16);
+        if (ith == nth - 1)
+            for (int64_t i = m16; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) one(A, lda, B, ldb, C, ldc, k, i, j);
+    }
+    _tile_release();  // the tiles' state need not be saved when the thread is switched out
+}
+}  // namespace voxpipe_q8
+
+extern "C" void voxpipe_q8_gemm_amx(const void * A, int64_t lda, const void * B, int64_t ldb, float * C, int64_t ldc,
+                                    int64_t m, int64_t n, int64_t k, int ith, int nth) {
+    voxpipe_q8::gemm_amx((const voxpipe_q8::blk *) A, lda, (const voxpipe_q8::blk *) B, ldb, C, ldc, m, n, k, ith, nth);
+}
