@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch"
 
 . "$here/pypi.sh"
 
@@ -66,6 +66,11 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # The encoder's attention converts each head's keys and values to F32 once, not once per tile
   # of 64 queries (bit-identical results): scripts/patches/ggml-fa-pack-once.py.
   python3 "$here/patches/ggml-fa-pack-once.py" "$src/ggml/src/ggml-cpu/ops.cpp"
+  # Its two products 16 floats wide where the CPU has AVX-512, its row maxima 8 wide (the same
+  # operations on every output, bit-identical results): scripts/patches/ggml-fa-wide.py.
+  python3 "$here/patches/ggml-fa-wide.py" "$src/ggml/src"
+  # GELU looked up 8 values at a time (bit-identical results): scripts/patches/ggml-gelu-gather.py.
+  python3 "$here/patches/ggml-gelu-gather.py" "$src/ggml/src/ggml-cpu/ops.cpp"
   # q8_0 matrix products summed block by block, on AMX-INT8 where the CPU has it (chosen at run
   # time, the same bits as the baseline's AVX2 kernel): scripts/patches/ggml-q8-blocks.py.
   python3 "$here/patches/ggml-q8-blocks.py" "$src/ggml/src"

@@ -259,14 +259,17 @@ import VoxTesting
                 .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
         let patches = [
             "abort-patch", "barrier-wake-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
-            "fa-pack-once-patch", "last-logits-patch", "q8-blocks-patch",
+            "fa-pack-once-patch", "last-logits-patch", "q8-blocks-patch", "fa-wide-patch", "gelu-gather-patch",
         ]
         for patch in patches {
             #expect(record.contains(patch), "\(record)")
         }
-        // The q8_0 kernel for AMX CPUs is in the CPU code, chosen at run time
-        // (scripts/patches/ggml-q8-blocks.py; that it changes no result, bench/kernels.sh shows).
-        #expect(try Data(contentsOf: cpuCode).range(of: Data("voxpipe_q8_gemm_amx\0".utf8)) != nil)
+        // The q8_0 kernel for AMX CPUs and the attention's products for AVX-512 ones are in the CPU
+        // code, chosen at run time (scripts/patches/ggml-q8-blocks.py, ggml-fa-wide.py; that they
+        // change no result, bench/kernels.sh shows).
+        for kernel in ["voxpipe_q8_gemm_amx\0", "voxpipe_simd_gemm_avx512\0"] {
+            #expect(try Data(contentsOf: cpuCode).range(of: Data(kernel.utf8)) != nil, "\(kernel)")
+        }
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
         try WhisperRuntime.checkCPU()
         let old: Set<String> = ["pni", "ssse3", "sse4_2", "avx", "f16c", "bmi2"]
