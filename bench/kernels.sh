@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench (issue 38, part 2): the Whisper runtime's q8_0 matrix products run on AMX-INT8 where
-# the CPU has it (scripts/patches/ggml-q8-blocks.py), chosen at run time; every other kernel is the
-# x86-64-v3 baseline's. This runs every shipped Whisper pipeline over Samples/ (and
+# the CPU has it (scripts/patches/ggml-q8-blocks.py) and the encoder attention's products 16 wide
+# where it has AVX-512 (ggml-fa-wide.py), chosen at run time; every other kernel is the x86-64-v3
+# baseline's. This runs every shipped Whisper pipeline over Samples/ (and
 # transcribe.json over the LibriVox lines) twice, with VOXPIPE_WHISPER_KERNELS=baseline and with
 # the kernels this CPU gets, and compares every output byte for byte (manifests and locks aside:
 # they hold times). Prints "identical" or the files that differ (then exits 1), and the wall
@@ -13,9 +14,10 @@ K=$PWD/bench/work/kernels
 rm -rf "$K"; mkdir -p "$K/samples" "$K/librivox"
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
 best=baseline
-case " $flags " in *" amx_int8 "*) case " $flags " in *" amx_tile "*) best=amx ;; esac ;; esac
+case " $flags " in *" avx512f "*) best=avx512 ;; esac
+case " $flags " in *" amx_int8 "*) case " $flags " in *" amx_tile "*) best="avx512+amx" ;; esac ;; esac
 echo "q8_0 kernels on this CPU: $best (VOXPIPE_WHISPER_KERNELS=baseline forces the x86-64-v3 ones)"
-[ "$best" = baseline ] && echo "(no AMX here: both runs use the same kernels, so this compares a run with itself)"
+[ "$best" = baseline ] && echo "(no AVX-512 or AMX here: both runs use the same kernels, so this compares a run with itself)"
 for f in Samples/*.*; do case "$f" in *.md) ;; *) cp "$f" "$K/samples/" ;; esac; done
 cp /usr/share/pocketsphinx/test/data/librivox/*.wav "$K/librivox/"
 

@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sourcepatch import SourcePatch  # noqa: E402
+from sourcepatch import SourcePatch, add_x86_cpu_source  # noqa: E402
 
 cpu = os.path.join(sys.argv[1], "ggml-cpu")
 with open(os.path.join(cpu, "voxpipe-fa-avx512.cpp"), "w", encoding="utf-8") as f:
@@ -28,22 +28,10 @@ with open(os.path.join(cpu, "voxpipe-fa-avx512.cpp"), "w", encoding="utf-8") as 
         "}\n"
     )
 
-cmake = SourcePatch("ggml-fa-wide", os.path.join(cpu, "CMakeLists.txt"))
-cmake.replace_once(
-    "        list(APPEND GGML_CPU_SOURCES\n"
-    "                    ggml-cpu/llamafile/sgemm.cpp\n"
-    "                    ggml-cpu/llamafile/sgemm.h)\n",
-    "        list(APPEND GGML_CPU_SOURCES\n"
-    "                    ggml-cpu/llamafile/sgemm.cpp\n"
-    "                    ggml-cpu/llamafile/sgemm.h)\n"
-    '        if (CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NOT MSVC)\n'
-    "            # voxpipe: the flash attention's products 16 wide on AVX-512 (scripts/patches/ggml-fa-wide.py)\n"
-    "            list(APPEND GGML_CPU_SOURCES ggml-cpu/voxpipe-fa-avx512.cpp)\n"
-    "            set_source_files_properties(ggml-cpu/voxpipe-fa-avx512.cpp PROPERTIES COMPILE_OPTIONS\n"
-    '                "-mavx512f;-mavx512vl;-mavx512bw;-mavx512dq")\n'
-    "        endif()\n",
+add_x86_cpu_source(
+    "ggml-fa-wide", sys.argv[1], "ggml-cpu/voxpipe-fa-avx512.cpp", "-mavx512f;-mavx512vl;-mavx512bw;-mavx512dq",
+    "the flash attention's products 16 wide on AVX-512",
 )
-cmake.save()
 
 ops = SourcePatch("ggml-fa-wide", os.path.join(cpu, "ops.cpp"))
 ops.replace_once(

@@ -23,7 +23,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sourcepatch import SourcePatch  # noqa: E402
+from sourcepatch import SourcePatch, add_x86_cpu_source  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 ggml_src = sys.argv[1]
@@ -31,22 +31,10 @@ llamafile = os.path.join(ggml_src, "ggml-cpu", "llamafile")
 for name in ("voxpipe-q8.inc", "voxpipe-q8-amx.cpp"):
     shutil.copyfile(os.path.join(here, name), os.path.join(llamafile, name))
 
-cmake = SourcePatch("ggml-q8-blocks", os.path.join(ggml_src, "ggml-cpu", "CMakeLists.txt"))
-cmake.replace_once(
-    "        list(APPEND GGML_CPU_SOURCES\n"
-    "                    ggml-cpu/llamafile/sgemm.cpp\n"
-    "                    ggml-cpu/llamafile/sgemm.h)\n",
-    "        list(APPEND GGML_CPU_SOURCES\n"
-    "                    ggml-cpu/llamafile/sgemm.cpp\n"
-    "                    ggml-cpu/llamafile/sgemm.h)\n"
-    '        if (CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64" AND NOT MSVC)\n'
-    "            # voxpipe: q8_0 products on AMX, chosen at run time (scripts/patches/ggml-q8-blocks.py)\n"
-    "            list(APPEND GGML_CPU_SOURCES ggml-cpu/llamafile/voxpipe-q8-amx.cpp)\n"
-    "            set_source_files_properties(ggml-cpu/llamafile/voxpipe-q8-amx.cpp PROPERTIES COMPILE_OPTIONS\n"
-    '                "-mavx512f;-mavx512vl;-mavx512bw;-mavx512dq;-mamx-tile;-mamx-int8")\n'
-    "        endif()\n",
+add_x86_cpu_source(
+    "ggml-q8-blocks", ggml_src, "ggml-cpu/llamafile/voxpipe-q8-amx.cpp",
+    "-mavx512f;-mavx512vl;-mavx512bw;-mavx512dq;-mamx-tile;-mamx-int8", "q8_0 products on AMX, chosen at run time",
 )
-cmake.save()
 
 sgemm = SourcePatch("ggml-q8-blocks", os.path.join(llamafile, "sgemm.cpp"))
 signature = (
@@ -72,7 +60,11 @@ sgemm.replace_once(
     "        return c;\n"
     "    }\n"
     "    unsigned a = 0, b = 0, cx = 0, d = 0;\n"
-    "    const bool amx = __get_cpuid_count(7, 0, &a, &b, &cx, &d) && (d & (1u << 24)) && (d & (1u << 25));\n"
+    "    __builtin_cpu_init();\n"
+    "    // AMX-TILE and AMX-INT8 (CPUID 7.0 EDX bits 24, 25), and the AVX-512 the kernel's float steps use\n"
+    "    const bool amx = __get_cpuid_count(7, 0, &a, &b, &cx, &d) && (d & (1u << 24)) && (d & (1u << 25)) &&\n"
+    '        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&\n'
+    '        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");\n'
     '    const char * want = getenv("VOXPIPE_WHISPER_KERNELS");\n'
     '    c = 0;\n'
     '    if (amx && !(want != NULL && strcmp(want, "baseline") == 0)) {\n'
