@@ -82,22 +82,28 @@ static void tile16(const blk * A, int64_t lda, const int32_t * bp, const float *
 }
 // per-thread buffers for the packed columns of `blocks` blocks (plain malloc: no C++ library code is
 // instantiated in this AVX-512 object, where the baseline's objects could pick it up)
-static void reserve(int32_t ** bp, float ** dbv, int64_t * held, int64_t blocks) {
-    if (blocks <= *held) return;
+// false when memory ran out (the caller then takes the baseline's kernel: the same bits)
+static bool reserve(int32_t ** bp, float ** dbv, int64_t * held, int64_t blocks) {
+    if (blocks <= *held) return true;
     free(*bp);
     free(*dbv);
     *bp = (int32_t *) malloc(sizeof(int32_t) * 128 * blocks);
     *dbv = (float *) malloc(sizeof(float) * 16 * blocks);
-    *held = blocks;
+    *held = *bp != NULL && *dbv != NULL ? blocks : 0;
+    return *held > 0;
 }
 static void gemm_amx(const blk * A, int64_t lda, const blk * B, int64_t ldb, float * C, int64_t ldc, int64_t m, int64_t n, int64_t k, int ith, int nth) {
     const int64_t m16 = m / 16 * 16, groups = (n + 15) / 16;
     static thread_local int32_t * bp = NULL;
     static thread_local float * dbv = NULL;
     static thread_local int64_t held = 0;
+    const bool many = groups >= 2 * nth;
+    if (!reserve(&bp, &dbv, &held, many ? k : k * groups)) {
+        gemm(A, lda, B, ldb, C, ldc, m, n, k, ith, nth);
+        return;
+    }
     amx_config();
-    if (groups >= 2 * nth) {  // many columns (an encoder pass): each thread its share of the columns
-        reserve(&bp, &dbv, &held, k);
+    if (many) {  // many columns (an encoder pass): each thread its share of the columns
         const int64_t g0 = groups * ith / nth, g1 = groups * (ith + 1) / nth;
         for (int64_t g = g0; g < g1; ++g) {
             const int64_t cols = n - 16 * g < 16 ? n - 16 * g : 16;
@@ -107,7 +113,6 @@ static void gemm_amx(const blk * A, int64_t lda, const blk * B, int64_t ldb, flo
                 for (int64_t j = 16 * g; j < 16 * g + cols; ++j) one(A, lda, B, ldb, C, ldc, k, i, j);
         }
     } else {  // few columns (a decoder step): each thread its share of the rows
-        reserve(&bp, &dbv, &held, k * groups);
         for (int64_t g = 0; g < groups; ++g) pack(B, ldb, k, n, 16 * g, bp + 128 * k * g, dbv + 16 * k * g);
         const int64_t tiles = m16 / 16;
         const int64_t t0 = tiles * ith / nth, t1 = tiles * (ith + 1) / nth;
