@@ -269,6 +269,8 @@ echo "baseline x86-64-v3 ${nb% *}s   native ($(grep -o 'avx512[a-z_]*' /proc/cpu
 echo
 echo "== the same bits with AMX: every shipped Whisper pipeline with the baseline's q8_0 kernels and with this CPU's best"
 bench/kernels.sh || echo "bench: the kernels' outputs differ (see above)"
+echo "== the same bits from the rewritten loops: the sampler's expf (all 2^32 floats), maximum and draws; the F16 column products"
+bench/exact-kernels.sh || echo "bench: a rewritten loop differs from the code it replaces (see above)"
 
 echo
 echo "== no-op rerun over 50 finished uploads: moderation-evidence-transcribed (Whisper) vs resample-16k (target: within 1.5x; no model loaded)"

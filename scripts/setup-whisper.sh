@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch"
 
 . "$here/pypi.sh"
 
@@ -57,9 +57,15 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # A decoder pass over a prompt (or for DTW's alignment) projects onto the vocabulary only the
   # last tokens, whose logits are read (bit-identical results): scripts/patches/whisper-last-logits.py.
   python3 "$here/patches/whisper-last-logits.py" "$src/src/whisper.cpp"
+  # The work between two decoder steps (log-softmax, probabilities and draws over the vocabulary)
+  # 8 values at a time and without a dead sort (bit-identical results): scripts/patches/whisper-sampling.py.
+  python3 "$here/patches/whisper-sampling.py" "$src/src/whisper.cpp"
   # A worker waiting for the others sleeps instead of spinning (several threads per decode stay
   # fast when other processes use the cores): scripts/patches/ggml-barrier.py.
   python3 "$here/patches/ggml-barrier.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"
+  # F16 products tinyBLAS turns down (the cross-attention's V, 1,500 values a row) read each row once
+  # for up to three columns (bit-identical results): scripts/patches/ggml-f16-cols.py.
+  python3 "$here/patches/ggml-f16-cols.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"
   # A beam-5 decoder step reads the q8_0 weights once, not twice (bit-identical results):
   # scripts/patches/ggml-tinyblas-rows.py.
   python3 "$here/patches/ggml-tinyblas-rows.py" "$src/ggml/src/ggml-cpu/llamafile/sgemm.cpp"

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# make bench (issue 38): the runtime's rewritten loops give the bits of the code they replace.
+# Builds, from the kernels as scripts/patches/ carries them, three checks and runs them:
+# - whisper-sampling.py's expf (8 at a time, in place) against this machine's libm expf on all 2^32 floats;
+#   its maximum against std::max_element; its draws against std::discrete_distribution<> (ids and
+#   the generator's state after) on random, peaked and sparse distributions;
+# - ggml-f16-cols.py's dot products against ggml_vec_dot_f16 of the installed runtime (lengths
+#   1 to 3,000, 1 to 3 columns).
+# Prints one line per check; exits 1 on the first difference. Also runnable alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREFIX=${VOXPIPE_PREFIX:-/usr/local}
+W=$PWD/bench/work/exact-kernels
+rm -rf "$W"; mkdir -p "$W"
+python3 - "$W" <<'PY'
+import sys
+w = sys.argv[1]
+s = open("scripts/patches/whisper-sampling.py").read()
+open(f"{w}/sampling.inc", "w").write(s.split('KERNELS = r"""')[1].split('"""')[0])
+s = open("scripts/patches/ggml-f16-cols.py").read()
+k = s.split('KERNEL = r"""')[1].split("// The rows ir0_start")[0]
+open(f"{w}/f16cols.inc", "w").write(k.replace("#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)", ""))
+PY
+cat >"$W/sampling.cpp" <<'CPP'
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <thread>
+#include <vector>
+#include "sampling.inc"
+int main() {
+    if (!voxpipe_expf_usable()) { puts("exact-kernels: expf: this CPU or libm is not the one the kernel matches (the runtime falls back to libm)"); return 0; }
+    std::atomic<uint64_t> bad{0};
+    auto work = [&](uint64_t from, uint64_t to) {
+        std::vector<float> in(4096), out(4096);
+        for (uint64_t b = from; b < to; b += 4096) {
+            for (int j = 0; j < 4096; ++j) { const uint32_t u = (uint32_t) (b + j); memcpy(&in[j], &u, 4); }
+            out = in;  // in place, as the sampler calls it
+            voxpipe_expf_avx2(out.data(), out.data(), 4096);
+            for (int j = 0; j < 4096; ++j) {
+                const float e = expf(in[j]);
+                if (memcmp(&e, &out[j], 4) != 0 && !(e != e && out[j] != out[j]) && bad++ < 5)
+                    printf("expf(%a): libm %a, kernel %a\n", in[j], e, out[j]);
+            }
+        }
+    };
+    std::thread t(work, 0ull, 1ull << 31);
+    work(1ull << 31, 1ull << 32);
+    t.join();
+    if (bad) { printf("exact-kernels: expf: %llu of 2^32 floats differ\n", (unsigned long long) bad.load()); return 1; }
+    puts("exact-kernels: expf: all 2^32 floats give libm's bits");
+    std::mt19937 gen(38);
+    std::normal_distribution<float> normal(0.0f, 4.0f);
+    int maxes = 0, draws = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+        const int n = trial % 3 == 0 ? 51865 : 1 + (int) (gen() % 3000);
+        std::vector<float> logits(n), probs(n);
+        for (auto & x : logits) x = normal(gen) * (trial % 5 == 0 ? 6.0f : 1.0f);
+        for (int i = 0; i < n; i += 1 + (int) (gen() % 50)) logits[i] = -INFINITY;
+        const float ref = *std::max_element(logits.begin(), logits.end());
+        if (voxpipe_max_element(logits) != ref) { printf("exact-kernels: maximum differs (n %d)\n", n); return 1; }
+        ++maxes;
+        for (int i = 0; i < n; ++i) probs[i] = logits[i] == -INFINITY ? 0.0f : expf(logits[i] - ref);
+        std::mt19937 a(trial), b(trial);
+        std::vector<double> cp;
+        int ids[5];
+        voxpipe_discrete_draws(probs, b, 5, ids, cp);
+        std::discrete_distribution<> dist(probs.begin(), probs.end());
+        for (int i = 0; i < 5; ++i) {
+            if (dist(a) != ids[i]) { printf("exact-kernels: draw %d differs (n %d)\n", i, n); return 1; }
+        }
+        if (a != b) { printf("exact-kernels: the generator's state differs (n %d)\n", n); return 1; }
+        draws += 5;
+    }
+    printf("exact-kernels: maximum and draws: %d vectors, %d draws, the same as std::max_element and std::discrete_distribution\n", maxes, draws);
+}
+CPP
+cat >"$W/f16cols.c" <<'C'
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+typedef uint16_t ggml_fp16_t;
+typedef double ggml_float;
+#define GGML_RESTRICT restrict
+#define GGML_CPU_FP16_TO_FP32(x) _cvtsh_ss(x)
+void ggml_cpu_init(void);
+void ggml_vec_dot_f16(int n, float * s, size_t bs, ggml_fp16_t * x, size_t bx, ggml_fp16_t * y, size_t by, int nrc);
+#include "f16cols.inc"
+static float value(int kind) { const float u = rand() / (float) RAND_MAX; return kind ? u * u * u : (u - 0.5f) * 8; }
+int main(void) {
+    ggml_cpu_init();
+    const int ns[] = {1, 7, 31, 32, 33, 63, 64, 100, 227, 1500, 1501, 2048, 3000};
+    long total = 0;
+    srand(38);
+    for (int trial = 0; trial < 200; ++trial) {
+        for (unsigned t = 0; t < sizeof ns / sizeof *ns; ++t) {
+            const int n = ns[t];
+            ggml_fp16_t * x = malloc(n * 2), * y[3];
+            for (int i = 0; i < n; ++i) x[i] = _cvtss_sh(value(0), 0);
+            for (int c = 0; c < 3; ++c) {
+                y[c] = malloc(n * 2);
+                for (int i = 0; i < n; ++i) y[c][i] = _cvtss_sh(value(trial & 1), 0);
+            }
+            for (int nc = 1; nc <= 3; ++nc) {
+                float out[3], ref;
+                if (nc == 1) voxpipe_vec_dot_f16_cols(1, n, x, (const ggml_fp16_t * const *) y, out);
+                if (nc == 2) voxpipe_vec_dot_f16_cols(2, n, x, (const ggml_fp16_t * const *) y, out);
+                if (nc == 3) voxpipe_vec_dot_f16_cols(3, n, x, (const ggml_fp16_t * const *) y, out);
+                for (int c = 0; c < nc; ++c, ++total) {
+                    ggml_vec_dot_f16(n, &ref, 0, x, 0, y[c], 0, 1);
+                    if (memcmp(&ref, &out[c], 4) != 0) {
+                        printf("exact-kernels: F16 columns: n %d, %d columns, column %d: ggml %a, kernel %a\n", n, nc, c, ref, out[c]);
+                        return 1;
+                    }
+                }
+            }
+            free(x);
+            for (int c = 0; c < 3; ++c) free(y[c]);
+        }
+    }
+    printf("exact-kernels: F16 columns: %ld dot products, the bits of ggml_vec_dot_f16\n", total);
+    return 0;
+}
+C
+g++ -O2 -std=c++17 -o "$W/sampling" "$W/sampling.cpp" -pthread
+gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -Wl,-rpath,"$PREFIX/lib"
+"$W/sampling"
+"$W/f16cols"
