@@ -4,6 +4,7 @@
 # - whisper-sampling.py's expf (8 at a time, in place) against this machine's libm expf on all 2^32 floats;
 #   its maximum against std::max_element; its draws against std::discrete_distribution<> (ids and
 #   the generator's state after) on random, peaked and sparse distributions;
+# - whisper-dtw-median.py's median of 7 against upstream's sorted window (zeros, NaN, edges);
 # - ggml-f16-cols.py's dot products against ggml_vec_dot_f16 of the installed runtime (lengths
 #   1 to 3,000, 1 to 3 columns).
 # Prints one line per check; exits 1 on the first difference. Also runnable alone.
@@ -17,6 +18,9 @@ import sys
 w = sys.argv[1]
 s = open("scripts/patches/whisper-sampling.py").read()
 open(f"{w}/sampling.inc", "w").write(s.split('KERNELS = r"""')[1].split('"""')[0])
+s = open("scripts/patches/whisper-dtw-median.py").read()
+k = s.split('KERNELS = r"""')[1].split('"""')[0]
+open(f"{w}/median.inc", "w").write(k[: k.index("static void median_filter(")])
 s = open("scripts/patches/ggml-f16-cols.py").read()
 k = s.split('KERNEL = r"""')[1].split("// The rows ir0_start")[0]
 open(f"{w}/f16cols.inc", "w").write(k.replace("#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)", ""))
@@ -33,6 +37,7 @@ cat >"$W/sampling.cpp" <<'CPP'
 #include <thread>
 #include <vector>
 #include "sampling.inc"
+#include "median.inc"
 int main() {
     if (!voxpipe_expf_usable()) { puts("exact-kernels: expf: this CPU or libm is not the one the kernel matches (the runtime falls back to libm)"); return 0; }
     std::atomic<uint64_t> bad{0};
@@ -78,6 +83,33 @@ int main() {
         draws += 5;
     }
     printf("exact-kernels: maximum and draws: %d vectors, %d draws, the same as std::max_element and std::discrete_distribution\n", maxes, draws);
+    // DTW's median filter: upstream's loop (reflect padding, a vector sorted per output) on lines
+    // with zeros, NaN and repeated values
+    long medians = 0;
+    for (int trial = 0; trial < 2000; ++trial) {
+        const int64_t n = 8 + (int64_t) (gen() % 1600);
+        std::vector<float> line(n), out(n);
+        for (auto & x : line) x = normal(gen);
+        for (int64_t i = 0; i < n; i += 1 + (int64_t) (gen() % 40)) line[i] = (gen() % 3 == 0) ? -0.0f : (gen() % 2 ? 0.0f : NAN);
+        for (int64_t i = 0; i < n; i += 1 + (int64_t) (gen() % 9)) line[i] = line[(i * 7) % n];
+        voxpipe_median7_avx2(line.data(), n, out.data());
+        std::vector<float> filter;
+        for (int64_t k = 0; k < n; ++k, ++medians) {
+            for (int64_t off = -3; off <= 3; ++off) {
+                int64_t idx = k + off;
+                if (idx < 0) idx = -idx; else if (idx >= n) idx = 2 * (n - 1) - idx;
+                filter.push_back(line[idx]);
+            }
+            std::sort(filter.begin(), filter.end());
+            const float v = filter[filter.size() / 2];
+            filter.clear();
+            if (memcmp(&v, &out[k], 4) != 0 && !(v != v && out[k] != out[k])) {
+                printf("exact-kernels: median %lld of a line of %lld: upstream %a, kernel %a\n", (long long) k, (long long) n, v, out[k]);
+                return 1;
+            }
+        }
+    }
+    printf("exact-kernels: DTW median filter: %ld medians, upstream's values\n", medians);
 }
 CPP
 cat >"$W/f16cols.c" <<'C'

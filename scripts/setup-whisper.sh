@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch"
 
 . "$here/pypi.sh"
 
@@ -60,6 +60,8 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # The work between two decoder steps (log-softmax, probabilities and draws over the vocabulary)
   # 8 values at a time and without a dead sort (bit-identical results): scripts/patches/whisper-sampling.py.
   python3 "$here/patches/whisper-sampling.py" "$src/src/whisper.cpp"
+  # DTW's median filter 8 outputs at a time (bit-identical results): scripts/patches/whisper-dtw-median.py.
+  python3 "$here/patches/whisper-dtw-median.py" "$src/src/whisper.cpp"
   # A worker waiting for the others sleeps instead of spinning (several threads per decode stay
   # fast when other processes use the cores): scripts/patches/ggml-barrier.py.
   python3 "$here/patches/ggml-barrier.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"
