@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch"
 
 . "$here/pypi.sh"
 
@@ -71,6 +71,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # A beam-5 decoder step reads the q8_0 weights once, not twice (bit-identical results):
   # scripts/patches/ggml-tinyblas-rows.py.
   python3 "$here/patches/ggml-tinyblas-rows.py" "$src/ggml/src/ggml-cpu/llamafile/sgemm.cpp"
+  # tinyBLAS's threads claim its jobs a batch at a time, not one by one (bit-identical results):
+  # scripts/patches/ggml-tinyblas-batches.py.
+  python3 "$here/patches/ggml-tinyblas-batches.py" "$src/ggml/src/ggml-cpu/llamafile/sgemm.cpp"
   # The encoder's attention converts each head's keys and values to F32 once, not once per tile
   # of 64 queries (bit-identical results): scripts/patches/ggml-fa-pack-once.py.
   python3 "$here/patches/ggml-fa-pack-once.py" "$src/ggml/src/ggml-cpu/ops.cpp"
