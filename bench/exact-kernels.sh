@@ -6,7 +6,10 @@
 #   the generator's state after) on random, peaked and sparse distributions;
 # - whisper-dtw-median.py's median of 7 against upstream's sorted window (zeros, NaN, edges);
 # - ggml-f16-cols.py's dot products against ggml_vec_dot_f16 of the installed runtime (lengths
-#   1 to 3,000, 1 to 3 columns).
+#   1 to 3,000, 1 to 3 columns);
+# - the q8_0 kernels of voxpipe-q8.inc (16-bit multiply-adds for 16 columns or more, 4-row tiles for
+#   fewer) against each other and against the block sums written out one product at a time, on
+#   random shapes and on scales that are zero, subnormal, infinite or NaN.
 # Prints one line per check; exits 1 on the first difference. Also runnable alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -161,7 +164,59 @@ int main(void) {
     return 0;
 }
 C
+cat >"$W/q8.cpp" <<'CPP'
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+#include "../../../scripts/patches/voxpipe-q8.inc"
+using namespace voxpipe_q8;
+// the definition: per output, for each block in order, acc = fma(da * db, float(exact integer dot), acc)
+static float reference(const blk * a, const blk * b, int64_t k) {
+    float acc = 0.0f;
+    for (int64_t l = 0; l < k; ++l) {
+        int32_t dot = 0;
+        for (int q = 0; q < 32; ++q) dot += a[l].qs[q] * b[l].qs[q];
+        acc = fmaf(h2f(a[l].d) * h2f(b[l].d), (float) dot, acc);
+    }
+    return acc;
+}
+static bool same(float x, float y) { return memcmp(&x, &y, 4) == 0 || (x != x && y != y); }
+int main() {
+    std::mt19937 gen(38);
+    const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x7c00, 0xfc00, 0x7e00, 0x7bff};
+    long outputs = 0, wide = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+        const int64_t m = 1 + gen() % (trial % 4 == 0 ? 600 : 40), k = 1 + gen() % (trial % 5 == 0 ? 64 : 17);
+        const int64_t n = trial % 3 == 0 ? 1 + gen() % 15 : 16 + gen() % (trial % 7 == 0 ? 1500 : 70);
+        std::vector<blk> A(m * k), B(n * k);
+        for (auto * v : {&A, &B})
+            for (auto & x : *v) {
+                for (auto & q : x.qs) q = (int8_t) ((int) (gen() % 255) - 127);
+                x.d = _cvtss_sh(std::ldexp((float) (gen() % 1000) / 1000.0f, -(int) (gen() % 12)), 0);
+                if (trial % 6 == 5 && gen() % 50 == 0) x.d = special[gen() % 8];
+            }
+        const int nth = 1 + trial % 2;
+        std::vector<float> C(m * n, -1.0f), R(m * n, -2.0f);
+        for (int ith = 0; ith < nth; ++ith) gemm(A.data(), k, B.data(), k, C.data(), m, m, n, k, ith, nth);
+        rows(A.data(), k, B.data(), k, R.data(), m, k, n, 0, m);  // 4-row tiles, every column
+        for (int64_t j = 0; j < n; ++j)
+            for (int64_t i = 0; i < m; ++i, ++outputs) {
+                const float ref = reference(&A[i * k], &B[j * k], k);
+                if (!same(ref, C[j * m + i]) || !same(ref, R[j * m + i])) {
+                    printf("exact-kernels: q8_0: m %lld n %lld k %lld, output (%lld, %lld): definition %a, kernel %a, 4-row tiles %a\n",
+                           (long long) m, (long long) n, (long long) k, (long long) i, (long long) j, ref, C[j * m + i], R[j * m + i]);
+                    return 1;
+                }
+            }
+        if (n >= 16) wide += m * n;
+    }
+    printf("exact-kernels: q8_0 products: %ld outputs (%ld through the 16-bit kernel), the block sums' bits\n", outputs, wide);
+}
+CPP
+g++ -O3 -mavx2 -mfma -mf16c -std=c++17 -o "$W/q8" "$W/q8.cpp"
 g++ -O2 -std=c++17 -o "$W/sampling" "$W/sampling.cpp" -pthread
 gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -Wl,-rpath,"$PREFIX/lib"
 "$W/sampling"
 "$W/f16cols"
+"$W/q8"

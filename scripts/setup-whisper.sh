@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch"
 
 . "$here/pypi.sh"
 
@@ -84,7 +84,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   python3 "$here/patches/ggml-gelu-gather.py" "$src/ggml/src/ggml-cpu/ops.cpp"
   # q8_0 matrix products summed block by block, on AMX-INT8 where the CPU has it (chosen at run
   # time, the same bits as the baseline's AVX2 kernel; the AMX kernel prefetches a decoder step's
-  # next weight rows, "q8-prefetch" in the runtime's name): scripts/patches/ggml-q8-blocks.py.
+  # next weight rows, "q8-prefetch" in the runtime's name; the AVX2 kernel takes products of 16
+  # columns or more by 16-bit multiply-adds, 8 columns a register, "q8-wide"):
+  # scripts/patches/ggml-q8-blocks.py.
   python3 "$here/patches/ggml-q8-blocks.py" "$src/ggml/src"
   # The baseline's instruction sets, named one by one (never -march=native unless asked). OpenMP
   # off: its spinning workers slowed decoding 12x whenever the other core was busy. llamafile's
