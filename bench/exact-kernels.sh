@@ -7,9 +7,12 @@
 # - whisper-dtw-median.py's median of 7 against upstream's sorted window (zeros, NaN, edges);
 # - ggml-f16-cols.py's dot products against ggml_vec_dot_f16 of the installed runtime (lengths
 #   1 to 3,000, 1 to 3 columns);
-# - the q8_0 kernels of voxpipe-q8.inc (16-bit multiply-adds for 16 columns or more, 4-row tiles for
-#   fewer) against each other and against the block sums written out one product at a time, on
-#   random shapes and on scales that are zero, subnormal, infinite or NaN.
+# - the q8_0 kernels of voxpipe-q8.inc (16-bit multiply-adds for 16 columns or more, 8-row tiles for
+#   2 to 15, 4-row tiles for what is left) against each other and against the block sums written out one product at a time, on
+#   random shapes and on scales that are zero, subnormal, infinite or NaN;
+# - ggml-f16-heads.py's attention scores (F16, 2 to 6 columns, every head in one pass) against
+#   tinyBLAS in the installed runtime: the same product with 7 columns (which tinyBLAS takes) must
+#   give the same bits in its first columns.
 # Prints one line per check; exits 1 on the first difference. Also runnable alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -185,10 +188,10 @@ static bool same(float x, float y) { return memcmp(&x, &y, 4) == 0 || (x != x &&
 int main() {
     std::mt19937 gen(38);
     const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x7c00, 0xfc00, 0x7e00, 0x7bff};
-    long outputs = 0, wide = 0;
+    long outputs = 0, wide = 0, narrow = 0;
     for (int trial = 0; trial < 400; ++trial) {
-        const int64_t m = 1 + gen() % (trial % 4 == 0 ? 600 : 40), k = 1 + gen() % (trial % 5 == 0 ? 64 : 17);
         const int64_t n = trial % 3 == 0 ? 1 + gen() % 15 : 16 + gen() % (trial % 7 == 0 ? 1500 : 70);
+        const int64_t m = 1 + gen() % (trial % 4 == 0 || n < 16 ? 600 : 40), k = 1 + gen() % (trial % 5 == 0 ? 64 : 17);
         std::vector<blk> A(m * k), B(n * k);
         for (auto * v : {&A, &B})
             for (auto & x : *v) {
@@ -210,13 +213,60 @@ int main() {
                 }
             }
         if (n >= 16) wide += m * n;
+        if (n >= 2 && n < 16 && m >= 8) narrow += m / 8 * 8 * n;
     }
-    printf("exact-kernels: q8_0 products: %ld outputs (%ld through the 16-bit kernel), the block sums' bits\n", outputs, wide);
+    printf("exact-kernels: q8_0 products: %ld outputs (%ld through the 16-bit kernel, about %ld through the 8-row tiles), the block sums' bits\n",
+           outputs, wide, narrow);
 }
 CPP
 g++ -O3 -mavx2 -mfma -mf16c -std=c++17 -o "$W/q8" "$W/q8.cpp"
+cat >"$W/heads.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ggml.h"
+#include "ggml-cpu.h"
+static float value(void) { return (rand() / (float) RAND_MAX - 0.5f) * 4; }
+int main(void) {
+    const int ks[] = {8, 64, 64, 128, 256}, ms[] = {4, 12, 1500, 100, 1500}, hs[] = {1, 8, 8, 3, 2};
+    long outputs = 0;
+    srand(38);
+    for (int s = 0; s < 5; ++s) {
+        for (int n = 2; n <= 6; ++n) {
+            struct ggml_init_params ip = {256u << 20, NULL, false};
+            struct ggml_context * ctx = ggml_init(ip);
+            const int k = ks[s], m = ms[s], h = hs[s];
+            struct ggml_tensor * a = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, k, m, h);
+            struct ggml_tensor * b7 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, 7, h);
+            struct ggml_tensor * bn = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, n, h);
+            for (int64_t i = 0; i < ggml_nelements(a); ++i) ((ggml_fp16_t *) a->data)[i] = ggml_fp32_to_fp16(value());
+            for (int64_t i = 0; i < ggml_nelements(b7); ++i) ((float *) b7->data)[i] = value();
+            for (int q = 0; q < h; ++q) memcpy((float *) bn->data + (size_t) q * k * n, (float *) b7->data + (size_t) q * k * 7, sizeof(float) * k * n);
+            struct ggml_tensor * r7 = ggml_mul_mat(ctx, a, b7), * rn = ggml_mul_mat(ctx, a, bn);
+            struct ggml_cgraph * gf = ggml_new_graph(ctx);
+            ggml_build_forward_expand(gf, r7);
+            ggml_build_forward_expand(gf, rn);
+            ggml_graph_compute_with_ctx(ctx, gf, 2);
+            for (int q = 0; q < h; ++q)
+                for (int j = 0; j < n; ++j)
+                    for (int i = 0; i < m; ++i, ++outputs) {
+                        const float x = ((float *) r7->data)[((size_t) q * 7 + j) * m + i], y = ((float *) rn->data)[((size_t) q * n + j) * m + i];
+                        if (memcmp(&x, &y, 4) != 0) {
+                            printf("exact-kernels: F16 heads: k %d, m %d, %d heads, %d columns, output (%d, %d, %d): tinyBLAS %a, kernel %a\n", k, m, h, n, i, j, q, x, y);
+                            return 1;
+                        }
+                    }
+            ggml_free(ctx);
+        }
+    }
+    printf("exact-kernels: F16 heads: %ld attention scores, the bits of tinyBLAS\n", outputs);
+    return 0;
+}
+C
+gcc -O2 -I"$PREFIX/include" -o "$W/heads" "$W/heads.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$PREFIX/lib"
 g++ -O2 -std=c++17 -o "$W/sampling" "$W/sampling.cpp" -pthread
 gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -Wl,-rpath,"$PREFIX/lib"
 "$W/sampling"
 "$W/f16cols"
 "$W/q8"
+"$W/heads"
