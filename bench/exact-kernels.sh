@@ -12,7 +12,8 @@
 #   random shapes and on scales that are zero, subnormal, infinite or NaN;
 # - ggml-f16-heads.py's attention scores (F16, 2 to 6 columns, every head in one pass) against
 #   tinyBLAS in the installed runtime: the same product with 7 columns (which tinyBLAS takes) must
-#   give the same bits in its first columns.
+#   give the same bits in its first columns;
+# - ggml-vec-max.py's row maximum against upstream's loop (NaN, zeros of both signs, infinities).
 # Prints one line per check; exits 1 on the first difference. Also runnable alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,8 @@ open(f"{w}/sampling.inc", "w").write(s.split('KERNELS = r"""')[1].split('"""')[0
 s = open("scripts/patches/whisper-dtw-median.py").read()
 k = s.split('KERNELS = r"""')[1].split('"""')[0]
 open(f"{w}/median.inc", "w").write(k[: k.index("static void median_filter(")])
+s = open("scripts/patches/ggml-vec-max.py").read()
+open(f"{w}/vecmax.inc", "w").write(s.split('KERNEL = r"""')[1].split('"""')[0])
 s = open("scripts/patches/ggml-f16-cols.py").read()
 k = s.split('KERNEL = r"""')[1].split("// The rows ir0_start")[0]
 open(f"{w}/f16cols.inc", "w").write(k.replace("#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)", ""))
@@ -220,6 +223,41 @@ int main() {
 }
 CPP
 g++ -O3 -mavx2 -mfma -mf16c -std=c++17 -o "$W/q8" "$W/q8.cpp"
+cat >"$W/vecmax.c" <<'C'
+#include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vecmax.inc"
+int main(void) {
+    const float special[] = {NAN, 0.0f, -0.0f, INFINITY, -INFINITY};
+    long rows = 0, fast = 0;
+    srand(38);
+    for (int trial = 0; trial < 200000; ++trial) {
+        const int n = 16 + rand() % (trial % 10 == 0 ? 1600 : 64);
+        float x[1616];
+        for (int i = 0; i < n; ++i) x[i] = (rand() / (float) RAND_MAX - 0.7f) * (trial % 3 ? 10.0f : 1e-3f);
+        if (trial % 4 == 0) for (int i = 0; i < n; i += 1 + rand() % 20) x[i] = special[rand() % 5];
+        if (trial % 7 == 0) for (int i = 0; i < n; ++i) x[i] = -fabsf(x[i]) * (trial % 14 == 0);
+        if (trial % 5 == 1) {  // negative values and zeros of both signs: the maximum's sign depends on the order
+            for (int i = 0; i < n; ++i) x[i] = -1.0f - fabsf(x[i]);
+            for (int i = rand() % n; i < n; i += 1 + rand() % 30) x[i] = rand() % 2 ? 0.0f : -0.0f;
+        }
+        float ref = -INFINITY, got = 12345.0f;
+        for (int i = 0; i < n; ++i) ref = ref > x[i] ? ref : x[i];  // upstream's loop
+        if (voxpipe_vec_max_f32(n, &got, x)) {
+            ++fast;
+            if (memcmp(&ref, &got, 4) != 0) { printf("exact-kernels: row maximum: n %d: upstream %a, kernel %a\n", n, ref, got); return 1; }
+        }
+        ++rows;
+    }
+    printf("exact-kernels: row maximum: %ld rows (%ld taken 8 at a time), upstream's bits\n", rows, fast);
+    return 0;
+}
+C
+gcc -O2 -mavx2 -o "$W/vecmax" "$W/vecmax.c"
 cat >"$W/heads.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,3 +308,4 @@ gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggm
 "$W/f16cols"
 "$W/q8"
 "$W/heads"
+"$W/vecmax"

@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch"
 
 . "$here/pypi.sh"
 
@@ -71,6 +71,9 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # The attention scores of a decoder step (F16, 2 to 6 columns, 8 heads) in one pass over every
   # head, tinyBLAS's outputs bit for bit: scripts/patches/ggml-f16-heads.py.
   python3 "$here/patches/ggml-f16-heads.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"
+  # A softmax row's maximum 8 values at a time where no NaN or zero makes the order matter
+  # (bit-identical results): scripts/patches/ggml-vec-max.py.
+  python3 "$here/patches/ggml-vec-max.py" "$src/ggml/src/ggml-cpu/vec.h"
   # A beam-5 decoder step reads the q8_0 weights once, not twice (bit-identical results):
   # scripts/patches/ggml-tinyblas-rows.py.
   python3 "$here/patches/ggml-tinyblas-rows.py" "$src/ggml/src/ggml-cpu/llamafile/sgemm.cpp"
