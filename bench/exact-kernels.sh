@@ -6,7 +6,7 @@
 #   the generator's state after) on random, peaked and sparse distributions;
 # - whisper-dtw-median.py's median of 7 against upstream's sorted window (zeros, NaN, edges);
 # - ggml-f16-cols.py's dot products against ggml_vec_dot_f16 of the installed runtime (lengths
-#   1 to 3,000, 1 to 3 columns);
+#   1 to 3,000, 1 to 3 columns in F16, 1 to 6 columns converted to F32);
 # - the q8_0 kernels of voxpipe-q8.inc (16-bit multiply-adds for 16 columns or more, 8-row tiles for
 #   2 to 15, 4-row tiles for what is left) against each other and against the block sums written out one product at a time, on
 #   random shapes and on scales that are zero, subnormal, infinite or NaN;
@@ -143,9 +143,9 @@ int main(void) {
     for (int trial = 0; trial < 200; ++trial) {
         for (unsigned t = 0; t < sizeof ns / sizeof *ns; ++t) {
             const int n = ns[t];
-            ggml_fp16_t * x = malloc(n * 2), * y[3];
+            ggml_fp16_t * x = malloc(n * 2), * y[6];
             for (int i = 0; i < n; ++i) x[i] = _cvtss_sh(value(0), 0);
-            for (int c = 0; c < 3; ++c) {
+            for (int c = 0; c < 6; ++c) {
                 y[c] = malloc(n * 2);
                 for (int i = 0; i < n; ++i) y[c][i] = _cvtss_sh(value(trial & 1), 0);
             }
@@ -162,8 +162,33 @@ int main(void) {
                     }
                 }
             }
+            // up to six columns given in F32, as the chunk converts them for rows of up to 2,048 values
+            float * yf = malloc(6 * n * sizeof(float));
+            for (int c = 0; c < 6; ++c) {
+                for (int i = 0; i < n; ++i) yf[c * n + i] = GGML_CPU_FP16_TO_FP32(y[c][i]);
+            }
+            for (int nc = 1; nc <= 6; ++nc) {
+                float out[6], ref;
+                const char * ahead = (const char *) x;
+                switch (nc) {
+                    case 1: voxpipe_vec_dot_f16_f32cols(1, n, x, yf, n, ahead, out); break;
+                    case 2: voxpipe_vec_dot_f16_f32cols(2, n, x, yf, n, NULL, out); break;
+                    case 3: voxpipe_vec_dot_f16_f32cols(3, n, x, yf, n, ahead, out); break;
+                    case 4: voxpipe_vec_dot_f16_f32cols(4, n, x, yf, n, NULL, out); break;
+                    case 5: voxpipe_vec_dot_f16_f32cols(5, n, x, yf, n, ahead, out); break;
+                    default: voxpipe_vec_dot_f16_f32cols(6, n, x, yf, n, NULL, out); break;
+                }
+                for (int c = 0; c < nc; ++c, ++total) {
+                    ggml_vec_dot_f16(n, &ref, 0, x, 0, y[c], 0, 1);
+                    if (memcmp(&ref, &out[c], 4) != 0) {
+                        printf("exact-kernels: F16 columns in F32: n %d, %d columns, column %d: ggml %a, kernel %a\n", n, nc, c, ref, out[c]);
+                        return 1;
+                    }
+                }
+            }
+            free(yf);
             free(x);
-            for (int c = 0; c < 3; ++c) free(y[c]);
+            for (int c = 0; c < 6; ++c) free(y[c]);
         }
     }
     printf("exact-kernels: F16 columns: %ld dot products, the bits of ggml_vec_dot_f16\n", total);

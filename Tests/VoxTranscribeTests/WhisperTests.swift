@@ -261,7 +261,7 @@ import VoxTesting
             "abort-patch", "barrier-wake-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
             "fa-pack-once-patch", "last-logits-patch", "q8-blocks-patch", "fa-wide-patch", "gelu-gather-patch",
             "sampling-patch", "f16-cols-patch", "dtw-median-patch", "tinyblas-batches-patch", "q8-prefetch-patch",
-            "q8-wide-patch", "f16-heads-patch", "vec-max-patch",
+            "q8-wide-patch", "f16-heads-patch", "vec-max-patch", "f16-cols-f32-patch",
         ]
         for patch in patches {
             #expect(record.contains(patch), "\(record)")
