@@ -17,7 +17,7 @@ import argparse, base64, http.client, json, sys, threading, time
 p = argparse.ArgumentParser()
 p.add_argument("mode", choices=["turns", "flood"])
 p.add_argument("--port", type=int, required=True)
-p.add_argument("--clip", required=True)
+p.add_argument("--clip", required=True, nargs="+", help="one clip or several, sent in turn")
 p.add_argument("--mime", default="audio/m4a")
 p.add_argument("--prefix", default="/api/agora")
 p.add_argument("-n", type=int, default=20)
@@ -27,12 +27,12 @@ p.add_argument("--seconds", type=float, default=60)
 p.add_argument("--pid", type=int)
 p.add_argument("--settle", type=float, default=5)
 a = p.parse_args()
-audio = base64.b64encode(open(a.clip, "rb").read()).decode()
+audios = [base64.b64encode(open(clip, "rb").read()).decode() for clip in a.clip]
 path = a.prefix + "/process-audio"
 
 
-def body(channel=None):
-    fields = {"audio": audio, "mimeType": a.mime}
+def body(channel=None, k=0):
+    fields = {"audio": audios[k % len(audios)], "mimeType": a.mime}
     if channel:
         fields["channel"] = channel
     return json.dumps(fields).encode()
@@ -68,10 +68,9 @@ def vm(pid, key):
 
 if a.mode == "turns":
     conn = connect()
-    payload = body()
     times, ok, first = [], 0, None
     for i in range(a.warmup + a.n):
-        status, dt, r, data = post(conn, payload)
+        status, dt, r, data = post(conn, body(k=max(0, i - a.warmup)))
         if r.getheader("Connection", "").lower() == "close":
             conn.close(); conn = connect()
         if i < a.warmup:
