@@ -13,7 +13,10 @@
 # - ggml-f16-heads.py's attention scores (F16, 2 to 6 columns, every head in one pass) against
 #   tinyBLAS in the installed runtime: the same product with 7 columns (which tinyBLAS takes) must
 #   give the same bits in its first columns;
-# - ggml-vec-max.py's row maximum against upstream's loop (NaN, zeros of both signs, infinities).
+# - ggml-vec-max.py's row maximum against upstream's loop (NaN, zeros of both signs, infinities);
+# - ggml-fa-wide.py's softmax, 16 values at a time, against ggml_vec_soft_max_f32 of the installed
+#   runtime (the x86-64-v3 build): the values and the sum (exp's slow path, masked scores), where the
+#   CPU has AVX-512.
 # Prints one line per check; exits 1 on the first difference. Also runnable alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +33,8 @@ k = s.split('KERNELS = r"""')[1].split('"""')[0]
 open(f"{w}/median.inc", "w").write(k[: k.index("static void median_filter(")])
 s = open("scripts/patches/ggml-vec-max.py").read()
 open(f"{w}/vecmax.inc", "w").write(s.split('KERNEL = r"""')[1].split('"""')[0])
+s = open("scripts/patches/ggml-fa-wide.py").read()
+open(f"{w}/softmax.inc", "w").write(s.split('SOFT_MAX = r"""')[1].split('"""')[0])
 s = open("scripts/patches/ggml-f16-cols.py").read()
 k = s.split('KERNEL = r"""')[1].split("// The rows ir0_start")[0]
 open(f"{w}/f16cols.inc", "w").write(k.replace("#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)", ""))
@@ -326,6 +331,49 @@ int main(void) {
     return 0;
 }
 C
+cat >"$W/softmax.cpp" <<'CPP'
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+#include "softmax.inc"
+extern "C" double ggml_vec_soft_max_f32(const int n, float * y, const float * x, float max);  // ggml_float: double
+extern "C" void ggml_cpu_init(void);
+int main() {
+    ggml_cpu_init();
+    std::mt19937 rng(38);
+    long rows = 0, values = 0;
+    const int ns[] = {1, 7, 8, 9, 15, 16, 17, 24, 31, 33, 64, 100, 227, 1500, 1501};
+    for (int trial = 0; trial < 4000; ++trial) {
+        const int n = trial % 3 == 0 ? ns[trial / 3 % 15] : 1 + (int) (rng() % 200);
+        const float spread = trial % 5 == 0 ? 200.0f : trial % 5 == 1 ? 30.0f : 4.0f;  // 200: exp's slow path
+        std::vector<float> x(n), a(n), b(n);
+        std::uniform_real_distribution<float> u(-spread, spread);
+        float mx = -INFINITY;
+        for (int i = 0; i < n; ++i) {
+            x[i] = trial % 7 == 0 && rng() % 4 == 0 ? -INFINITY : u(rng);  // masked and padded scores
+            mx = x[i] > mx ? x[i] : mx;
+        }
+        if (mx == -INFINITY) mx = 0;
+        const float max = trial % 2 ? mx : mx + u(rng) * 0.1f + 1.0f;  // the flash attention's running maximum
+        const double sa = ggml_vec_soft_max_f32(n, a.data(), x.data(), max);
+        const double sb = voxpipe_soft_max_f32_avx512(n, b.data(), x.data(), max);
+        if (memcmp(a.data(), b.data(), sizeof(float) * n) != 0 || memcmp(&sa, &sb, sizeof sa) != 0) {
+            for (int i = 0; i < n; ++i)
+                if (memcmp(&a[i], &b[i], 4) != 0) printf("exact-kernels: softmax 16 wide: n %d, value %d (x %a): ggml %a, kernel %a\n", n, i, x[i], a[i], b[i]);
+            printf("exact-kernels: softmax 16 wide: n %d: sums ggml %a, kernel %a\n", n, sa, sb);
+            return 1;
+        }
+        ++rows;
+        values += n;
+    }
+    printf("exact-kernels: softmax 16 wide: %ld rows, %ld values and their sums, the bits of ggml_vec_soft_max_f32\n", rows, values);
+    return 0;
+}
+CPP
 gcc -O2 -I"$PREFIX/include" -o "$W/heads" "$W/heads.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$PREFIX/lib"
 g++ -O2 -std=c++17 -o "$W/sampling" "$W/sampling.cpp" -pthread
 gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -Wl,-rpath,"$PREFIX/lib"
@@ -334,3 +382,9 @@ gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggm
 "$W/q8"
 "$W/heads"
 "$W/vecmax"
+if grep -qw avx512dq /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then
+  g++ -O2 -mavx512f -mavx512vl -mavx512bw -mavx512dq -o "$W/softmax" "$W/softmax.cpp" -L"$PREFIX/lib" -lggml-cpu -lggml-base -Wl,-rpath,"$PREFIX/lib"
+  "$W/softmax"
+else
+  echo "exact-kernels: softmax 16 wide: not checked (this CPU has no AVX-512; the runtime does not use it here)"
+fi
