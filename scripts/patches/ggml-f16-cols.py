@@ -15,8 +15,8 @@ on the thread count (each is summed whole by one thread).
 Rows of up to 2,048 values take up to six columns at a time, converted to F32 once for all the rows
 (F16 to F32 is exact, so they are the values ggml_vec_dot_f16 converts on every load), in two
 reads of the row: chains 0 and 1 of every column, then chains 2 and 3 from L1. The 5 beams' V
-product then reads V once a step, not twice (3 + 2 columns), and loads no column in F16 again. Applied by scripts/setup-whisper.sh;
-fails loudly if the source moved."""
+product then reads V once a step, not twice (3 + 2 columns), and loads no column in F16 again.
+Applied by scripts/setup-whisper.sh; fails loudly if the source moved."""
 import os
 import sys
 
@@ -25,7 +25,7 @@ from sourcepatch import SourcePatch  # noqa: E402
 
 KERNEL = r"""
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-// voxpipe: F16 products, one row for up to three columns (scripts/patches/ggml-f16-cols.py)
+// voxpipe: F16 products, one row for up to three columns in F16 or six in F32 (scripts/patches/ggml-f16-cols.py)
 // ggml_vec_dot_f16's sum of its four 8-lane chains: lanes 0+2, 1+3, then the halves and two horizontal adds.
 static inline __attribute__((always_inline)) ggml_float voxpipe_f16_chains_sum(const __m256 * acc) {
     const __m256 a = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
