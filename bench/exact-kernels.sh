@@ -5,6 +5,7 @@
 #   its maximum against std::max_element; its draws against std::discrete_distribution<> (ids and
 #   the generator's state after) on random, peaked and sparse distributions;
 # - whisper-dtw-median.py's median of 7 against upstream's sorted window (zeros, NaN, edges);
+# - whisper-energy.py's signal energy (upstream's function as the patch leaves it) against upstream's;
 # - ggml-f16-cols.py's dot products against ggml_vec_dot_f16 of the installed runtime (lengths
 #   1 to 3,000, 1 to 3 columns in F16, 1 to 6 columns converted to F32);
 # - the q8_0 kernels of voxpipe-q8.inc (16-bit multiply-adds for 16 columns or more, 8-row tiles for
@@ -39,6 +40,29 @@ s = open("scripts/patches/ggml-f16-cols.py").read()
 k = s.split('KERNEL = r"""')[1].split("// The rows ir0_start")[0]
 open(f"{w}/f16cols.inc", "w").write(k.replace("#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)", ""))
 PY
+# Upstream's whisper.cpp (the sdist setup-whisper.sh builds): its signal energy and its mel
+# spectrogram's FFT, as they are (the references) and as whisper-energy.py and whisper-mel-fft.py
+# patch them.
+. scripts/pypi.sh
+read -r _ spec sha < <(grep -o 'sdist_get pywhispercpp==[^ ]* [0-9a-f]*' scripts/setup-whisper.sh)
+mkdir -p "$W/sdist"
+tar -xzf "$(sdist_get "$spec" "$sha" "$W/sdist")" -C "$W/sdist" --wildcards '*/whisper.cpp/src/whisper.cpp'
+python3 - "$W" "$W"/sdist/*/whisper.cpp/src/whisper.cpp <<'PY'
+import subprocess, sys
+w, src = sys.argv[1], open(sys.argv[2]).read()
+def cut(start, end):
+    a = src.index(start)
+    return src[a : src.index(end, a)]
+parts = {
+    "energy": cut("static std::vector<float> get_signal_energy(const float * signal, int n_samples, int n_samples_per_half_window) {\n",
+                  "static int timestamp_to_sample("),
+    "mel": cut("#define SIN_COS_N_COUNT WHISPER_N_FFT\n", "static bool log_mel_spectrogram("),
+}
+for name, text in parts.items():
+    open(f"{w}/{name}-upstream.inc", "w").write(text)
+    open(f"{w}/{name}.inc", "w").write(text)
+    subprocess.run([sys.executable, f"scripts/patches/whisper-{'energy' if name == 'energy' else 'mel-fft'}.py", f"{w}/{name}.inc"], check=True)
+PY
 cat >"$W/sampling.cpp" <<'CPP'
 #include <algorithm>
 #include <atomic>
@@ -52,6 +76,19 @@ cat >"$W/sampling.cpp" <<'CPP'
 #include <vector>
 #include "sampling.inc"
 #include "median.inc"
+#include <cassert>
+#include <immintrin.h>
+#define WHISPER_N_FFT 400
+struct whisper_mel { int n_len; int n_len_org; int n_mel; std::vector<float> data; };
+struct whisper_filters { int32_t n_mel; int32_t n_fft; std::vector<float> data; };
+namespace up {
+#include "energy-upstream.inc"
+#include "mel-upstream.inc"
+}
+namespace vp {
+#include "energy.inc"
+#include "mel.inc"
+}
 int main() {
     if (!voxpipe_expf_usable()) { puts("exact-kernels: expf: this CPU or libm is not the one the kernel matches (the runtime falls back to libm)"); return 0; }
     std::atomic<uint64_t> bad{0};
@@ -124,6 +161,77 @@ int main() {
         }
     }
     printf("exact-kernels: DTW median filter: %ld medians, upstream's values\n", medians);
+    // The signal energy: lengths around the window and long ones, half windows of 0 to 40,
+    // with zeros of both signs, subnormals, infinities and NaN among the samples
+    long energies = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+        const int n = trial < 200 ? trial : (int) (gen() % (trial % 10 == 0 ? 200000 : 3000));
+        const int hw = trial % 7 == 0 ? (int) (gen() % 41) : 32;
+        std::vector<float> signal(n);
+        for (auto & x : signal) x = normal(gen) / 16;
+        for (int i = 0; i < n; i += 1 + (int) (gen() % 500)) {
+            const float odd[] = {0.0f, -0.0f, 1e-40f, -1e-42f, INFINITY, -INFINITY, NAN, 1e30f};
+            signal[i] = odd[gen() % 8];
+        }
+        const std::vector<float> a = up::get_signal_energy(signal.data(), n, hw), b = vp::get_signal_energy(signal.data(), n, hw);
+        for (int i = 0; i < n; ++i, ++energies) {
+            if (memcmp(&a[i], &b[i], 4) != 0) {
+                printf("exact-kernels: signal energy %d of %d (half window %d): upstream %a, kernel %a\n", i, n, hw, a[i], b[i]);
+                return 1;
+            }
+        }
+    }
+    printf("exact-kernels: signal energy: %ld outputs, upstream's bits\n", energies);
+    // The mel spectrogram: upstream's worker against the patched one (8 frames a lane each, the
+    // rest upstream's) on 1 to 3 threads, on noise with silences and spikes; and every lane of the
+    // 8-frame FFT against upstream's fft of its frame, all 800 values
+    long mels = 0, ffts = 0;
+    whisper_filters filters{80, 201, std::vector<float>(80 * 201)};
+    for (auto & x : filters.data) x = std::fabs(normal(gen)) / 64;
+    std::vector<float> buf8(8 * 4000 + 8);
+    __m256 * in8 = (__m256 *) (((uintptr_t) buf8.data() + 31) & ~(uintptr_t) 31), * out8 = in8 + 800;
+    std::vector<float> fft_in(800), fft_out(3200);
+    for (int trial = 0; trial < 80; ++trial) {
+        const int n_threads = 1 + trial % 3;
+        const int n_samples = 400 + (int) (gen() % (trial % 4 == 0 ? 500000 : 20000));
+        std::vector<float> samples(n_samples + 400);
+        for (int i = 0; i < n_samples; ++i) samples[i] = normal(gen) / 16;
+        for (int i = 0; i < n_samples; i += 1 + (int) (gen() % 30000)) {
+            const int len = (int) (gen() % 4000);
+            const float v = gen() % 2 ? 0.0f : (gen() % 2 ? -0.0f : 1.0f);
+            for (int j = i; j < std::min(n_samples, i + len); ++j) samples[j] = v;
+        }
+        whisper_mel a{(int) (samples.size() - 400) / 160, 0, 80, {}}, b = a;
+        a.data.resize(80 * a.n_len);
+        b.data.resize(80 * b.n_len);
+        for (int ith = 0; ith < n_threads; ++ith) {
+            up::log_mel_spectrogram_worker_thread(ith, up::global_cache.hann_window, samples, n_samples, 400, 160, n_threads, filters, a);
+            vp::log_mel_spectrogram_worker_thread(ith, vp::global_cache.hann_window, samples, n_samples, 400, 160, n_threads, filters, b);
+        }
+        for (size_t i = 0; i < a.data.size(); ++i, ++mels) {
+            if (memcmp(&a.data[i], &b.data[i], 4) != 0) {
+                printf("exact-kernels: mel value %zu of %d samples, %d threads: upstream %a, patched %a\n", i, n_samples, n_threads, a.data[i], b.data[i]);
+                return 1;
+            }
+        }
+        const int step = 160 * n_threads, first = (int) (gen() % 160);
+        if (first + 7 * step > n_samples) continue;
+        vp::voxpipe_fft8_frames(vp::global_cache.hann_window, samples.data(), n_samples, 400, first, step, in8, out8);
+        for (int f = 0; f < 8; ++f, ++ffts) {
+            const int offset = first + f * step;
+            std::fill(fft_in.begin(), fft_in.end(), 0.0f);
+            for (int j = 0; j < std::min(400, n_samples - offset); ++j) fft_in[j] = up::global_cache.hann_window[j] * samples[offset + j];
+            up::fft(fft_in.data(), 400, fft_out.data());
+            for (int j = 0; j < 800; ++j) {
+                const float v = ((const float *) out8)[j * 8 + f];
+                if (memcmp(&v, &fft_out[j], 4) != 0) {
+                    printf("exact-kernels: FFT value %d of lane %d: upstream %a, kernel %a\n", j, f, fft_out[j], v);
+                    return 1;
+                }
+            }
+        }
+    }
+    printf("exact-kernels: mel spectrogram: %ld values and %ld frames' FFTs 8 at a time, upstream's bits\n", mels, ffts);
 }
 CPP
 cat >"$W/f16cols.c" <<'C'
@@ -296,10 +404,11 @@ cat >"$W/heads.c" <<'C'
 #include "ggml-cpu.h"
 static float value(void) { return (rand() / (float) RAND_MAX - 0.5f) * 4; }
 int main(void) {
-    const int ks[] = {8, 64, 64, 128, 256}, ms[] = {4, 12, 1500, 100, 1500}, hs[] = {1, 8, 8, 3, 2};
+    // the last: more heads' columns than the kernel keeps at once (it goes head by head)
+    const int ks[] = {8, 64, 64, 128, 256, 256}, ms[] = {4, 12, 1500, 100, 1500, 40}, hs[] = {1, 8, 8, 3, 2, 16};
     long outputs = 0;
     srand(38);
-    for (int s = 0; s < 5; ++s) {
+    for (int s = 0; s < 6; ++s) {
         for (int n = 2; n <= 6; ++n) {
             struct ggml_init_params ip = {256u << 20, NULL, false};
             struct ggml_context * ctx = ggml_init(ip);

@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch f16-cols-f32-patch fa-wide-softmax-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch f16-cols-f32-patch fa-wide-softmax-patch energy-patch mel-fft-patch"
 
 . "$here/pypi.sh"
 
@@ -62,6 +62,11 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   python3 "$here/patches/whisper-sampling.py" "$src/src/whisper.cpp"
   # DTW's median filter 8 outputs at a time (bit-identical results): scripts/patches/whisper-dtw-median.py.
   python3 "$here/patches/whisper-dtw-median.py" "$src/src/whisper.cpp"
+  # The signal energy behind word times 32 samples at a time (bit-identical results):
+  # scripts/patches/whisper-energy.py.
+  python3 "$here/patches/whisper-energy.py" "$src/src/whisper.cpp"
+  # The log-mel spectrogram's FFT 8 frames at a time (bit-identical results): scripts/patches/whisper-mel-fft.py.
+  python3 "$here/patches/whisper-mel-fft.py" "$src/src/whisper.cpp"
   # A worker waiting for the others sleeps instead of spinning (several threads per decode stay
   # fast when other processes use the cores): scripts/patches/ggml-barrier.py.
   python3 "$here/patches/ggml-barrier.py" "$src/ggml/src/ggml-cpu/ggml-cpu.c"
