@@ -262,7 +262,7 @@ import VoxTesting
             "fa-pack-once-patch", "last-logits-patch", "q8-blocks-patch", "fa-wide-patch", "gelu-gather-patch",
             "sampling-patch", "f16-cols-patch", "dtw-median-patch", "tinyblas-batches-patch", "q8-prefetch-patch",
             "q8-wide-patch", "f16-heads-patch", "vec-max-patch", "f16-cols-f32-patch",
-            "fa-wide-softmax-patch", "energy-patch", "mel-fft-patch",
+            "fa-wide-softmax-patch", "energy-patch", "mel-fft-patch", "f16-heads-frames-patch",
         ]
         for patch in patches {
             #expect(record.contains(patch), "\(record)")

@@ -54,8 +54,22 @@ static inline __attribute__((always_inline)) void voxpipe_f16_rows2(
     }
 }
 
+// the nc columns (rows of row_size bytes in wdata) from column first on, k values each, in F32: y[c * k + l]
+static inline void voxpipe_f16_cols_f32(const void * wdata, const size_t row_size, const int64_t first, const int nc,
+                                        const int64_t k, float * y) {
+    for (int c = 0; c < nc; ++c) {
+        const ggml_fp16_t * col = (const ggml_fp16_t *) ((const char *) wdata + (first + c) * row_size);
+        for (int64_t l = 0; l < k; l += 8) {
+            _mm256_storeu_ps(y + c * k + l, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (col + l))));
+        }
+    }
+}
+
 // dst = src0 x the F16 copy of src1 in wdata (rows of row_size bytes), for every i12, i13; this
-// thread's share of the row pairs of all the matrices
+// thread's share of the row pairs of all the matrices. When every matrix's columns fit in 48 KB
+// (the attention's 8 heads), the pairs go frame by frame across the heads: a frame's keys of all
+// the heads are one contiguous 1-KB stretch, read in order, where going head by head read 128
+// bytes of every KB (one core, 6 layers' cross-attention keys out of cache: 3.4 -> 2.2 ms).
 static void voxpipe_mul_mat_f16_heads(const struct ggml_compute_params * params, struct ggml_tensor * dst,
                                       const void * wdata, const size_t row_size) {
     const struct ggml_tensor * src0 = dst->src[0];
@@ -67,26 +81,28 @@ static void voxpipe_mul_mat_f16_heads(const struct ggml_compute_params * params,
     const int64_t r3 = ne13 / ne03;
     const int nc = (int) ne11;
     const int64_t pairs = ne01 / 2;
-    const int64_t total = pairs * ne12 * ne13;
+    const int64_t mats = ne12 * ne13;
+    const int64_t total = pairs * mats;
     const int64_t p0 = total * params->ith / params->nth, p1 = total * (params->ith + 1) / params->nth;
     const int64_t ldc = nb1 / sizeof(float);
-    float y[6 * 256];  // this matrix's columns in F32 (k <= 256)
+    enum { Y_MAX = 8 * 6 * 256 };
+    float y[Y_MAX];  // the columns in F32: every matrix's (frames first), else this matrix's (k <= 256)
+    const int frames_first = mats * nc * ne00 <= Y_MAX;
     int64_t mat_y = -1;
+    for (int64_t mat = 0; frames_first && mat < mats; ++mat) {
+        voxpipe_f16_cols_f32(wdata, row_size, mat % ne12 * ne11 + mat / ne12 * ne12 * ne11, nc, ne00, y + mat * nc * ne00);
+    }
     for (int64_t p = p0; p < p1; ++p) {
-        const int64_t mat = p / pairs, i = (p % pairs) * 2;
+        const int64_t mat = frames_first ? p % mats : p / pairs, i = (frames_first ? p / mats : p % pairs) * 2;
         const int64_t i12 = mat % ne12, i13 = mat / ne12;
-        if (mat != mat_y) {
-            for (int c = 0; c < nc; ++c) {
-                const ggml_fp16_t * col = (const ggml_fp16_t *) ((const char *) wdata + (i12 * ne11 + i13 * ne12 * ne11 + c) * row_size);
-                for (int64_t l = 0; l < ne00; l += 8) {
-                    _mm256_storeu_ps(y + c * ne00 + l, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (col + l))));
-                }
-            }
+        if (!frames_first && mat != mat_y) {
+            voxpipe_f16_cols_f32(wdata, row_size, i12 * ne11 + i13 * ne12 * ne11, nc, ne00, y);
             mat_y = mat;
         }
+        const float * ym = frames_first ? y + mat * nc * ne00 : y;
         const char * a = (const char *) src0->data + (i12 / r2) * nb02 + (i13 / r3) * nb03 + i * nb01;
         if (p + 2 < p1) {
-            // the rows after the next pair (keys are rows 1 KB apart: nothing else fetches them early)
+            // this matrix's rows after the next pair (keys are rows 1 KB apart: nothing else fetches them early)
             const char * ahead = a + 4 * nb01;
             for (int64_t b = 0; b < ne00 * 2; b += 64) {
                 _mm_prefetch(ahead + b, _MM_HINT_T0);
@@ -96,11 +112,11 @@ static void voxpipe_mul_mat_f16_heads(const struct ggml_compute_params * params,
         float * o = (float *) ((char *) dst->data + i12 * nb2 + i13 * nb3) + i;
         const ggml_fp16_t * a0 = (const ggml_fp16_t *) a, * a1 = (const ggml_fp16_t *) (a + nb01);
         switch (nc) {
-            case 2: voxpipe_f16_rows2(2, ne00, a0, a1, y, o, o + 1, ldc); break;
-            case 3: voxpipe_f16_rows2(3, ne00, a0, a1, y, o, o + 1, ldc); break;
-            case 4: voxpipe_f16_rows2(4, ne00, a0, a1, y, o, o + 1, ldc); break;
-            case 5: voxpipe_f16_rows2(5, ne00, a0, a1, y, o, o + 1, ldc); break;
-            default: voxpipe_f16_rows2(6, ne00, a0, a1, y, o, o + 1, ldc); break;
+            case 2: voxpipe_f16_rows2(2, ne00, a0, a1, ym, o, o + 1, ldc); break;
+            case 3: voxpipe_f16_rows2(3, ne00, a0, a1, ym, o, o + 1, ldc); break;
+            case 4: voxpipe_f16_rows2(4, ne00, a0, a1, ym, o, o + 1, ldc); break;
+            case 5: voxpipe_f16_rows2(5, ne00, a0, a1, ym, o, o + 1, ldc); break;
+            default: voxpipe_f16_rows2(6, ne00, a0, a1, ym, o, o + 1, ldc); break;
         }
     }
 }
