@@ -11,9 +11,10 @@
 # - the q8_0 kernels of voxpipe-q8.inc (16-bit multiply-adds for 16 columns or more, 8-row tiles for
 #   2 to 15, 4-row tiles for what is left) against each other and against the block sums written out one product at a time, on
 #   random shapes and on scales that are zero, subnormal, infinite or NaN;
-# - ggml-f16-heads.py's attention scores (F16, 2 to 6 columns, every head in one pass) against
-#   tinyBLAS in the installed runtime: the same product with 7 columns (which tinyBLAS takes) must
-#   give the same bits in its first columns;
+# - ggml-f16-heads.py's attention scores (F16, 2 to 6 columns and 8 or more, every head in one pass)
+#   against tinyBLAS in the installed runtime: the same product with 7 columns (which tinyBLAS
+#   takes) must give the same bits in those columns;
+# - ggml-cpy-f16.py's F32 to F16 copies (rows as they are, transposed) against _cvtss_sh value by value;
 # - ggml-vec-max.py's row maximum against upstream's loop (NaN, zeros of both signs, infinities);
 # - ggml-fa-wide.py's softmax, 16 values at a time, against ggml_vec_soft_max_f32 of the installed
 #   runtime (the x86-64-v3 build): the values and the sum (exp's slow path, masked scores), where the
@@ -436,6 +437,44 @@ int main(void) {
             ggml_free(ctx);
         }
     }
+    // 8 columns and more (prompt passes, DTW, the encoder's first convolution): each 7 columns of the
+    // product against tinyBLAS's product of those 7 alone
+    const int bk[] = {64, 64, 240, 128}, bm[] = {1500, 24, 3000, 100}, bh[] = {8, 8, 1, 3}, bn[] = {227, 8, 512, 13};
+    for (int s = 0; s < 4; ++s) {
+        struct ggml_init_params ip = {512u << 20, NULL, false};
+        struct ggml_context * ctx = ggml_init(ip);
+        const int k = bk[s], m = bm[s], h = bh[s], n = bn[s];
+        struct ggml_tensor * a = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, k, m, h);
+        struct ggml_tensor * b = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, n, h);
+        for (int64_t i = 0; i < ggml_nelements(a); ++i) ((ggml_fp16_t *) a->data)[i] = ggml_fp32_to_fp16(value());
+        for (int64_t i = 0; i < ggml_nelements(b); ++i) ((float *) b->data)[i] = value();
+        struct ggml_tensor * r = ggml_mul_mat(ctx, a, b);
+        struct ggml_cgraph * gf = ggml_new_graph_custom(ctx, 1024, false);
+        ggml_build_forward_expand(gf, r);
+        struct ggml_tensor * r7[80];
+        const int slices = (n + 6) / 7;
+        for (int c = 0; c < slices; ++c) {
+            const int first = c * 7 + 7 <= n ? c * 7 : n - 7;
+            struct ggml_tensor * b7 = ggml_cont(ctx, ggml_view_3d(ctx, b, k, 7, h, b->nb[1], b->nb[2], (size_t) first * b->nb[1]));
+            r7[c] = ggml_mul_mat(ctx, a, b7);
+            ggml_build_forward_expand(gf, r7[c]);
+        }
+        ggml_graph_compute_with_ctx(ctx, gf, 2);
+        for (int c = 0; c < slices; ++c) {
+            const int first = c * 7 + 7 <= n ? c * 7 : n - 7;
+            for (int q = 0; q < h; ++q)
+                for (int j = 0; j < 7; ++j)
+                    for (int i = 0; i < m; ++i, ++outputs) {
+                        const float x = ((float *) r7[c]->data)[((size_t) q * 7 + j) * m + i];
+                        const float y = ((float *) r->data)[((size_t) q * n + first + j) * m + i];
+                        if (memcmp(&x, &y, 4) != 0) {
+                            printf("exact-kernels: F16 heads: k %d, m %d, %d heads, %d columns, output (%d, %d, %d): tinyBLAS %a, kernel %a\n", k, m, h, n, i, first + j, q, x, y);
+                            return 1;
+                        }
+                    }
+        }
+        ggml_free(ctx);
+    }
     printf("exact-kernels: F16 heads: %ld attention scores, the bits of tinyBLAS\n", outputs);
     return 0;
 }
@@ -483,6 +522,61 @@ int main() {
     return 0;
 }
 CPP
+cat >"$W/cpy.c" <<'C'
+#include <immintrin.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ggml.h"
+#include "ggml-cpu.h"
+// ggml-cpy-f16.py: F32 copied into contiguous F16 by ggml_cpy, rows as they are and transposed
+// (whisper's cross-attention K and V), on 1 to 3 threads, against upstream's conversion value by
+// value (_cvtss_sh, round to nearest even): NaN, infinities, overflow, subnormals, halfway values.
+static float value(void) {
+    switch (rand() % 12) {
+        case 0: return NAN;
+        case 1: return rand() % 2 ? INFINITY : -INFINITY;
+        case 2: return (rand() % 2 ? 1 : -1) * (65504.0f + (float) (rand() % 64));
+        case 3: return ldexpf((float) (rand() % 2048), -24 - rand() % 12);
+        case 4: return 1.0f + ldexpf(1.0f + 2 * (rand() % 4), -11 - rand() % 2);
+        default: return ldexpf((rand() / (float) RAND_MAX - 0.5f), rand() % 20 - 10);
+    }
+}
+int main(void) {
+    const int rows[] = {512, 12, 7, 64}, cols[] = {1500, 40, 13, 9};
+    long values = 0;
+    srand(38);
+    for (int s = 0; s < 4; ++s) {
+        for (int nth = 1; nth <= 3; ++nth) {
+            struct ggml_init_params ip = {64u << 20, NULL, false};
+            struct ggml_context * ctx = ggml_init(ip);
+            const int r = rows[s], c = cols[s];
+            struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, r, c);
+            for (int64_t i = 0; i < ggml_nelements(x); ++i) ((float *) x->data)[i] = value();
+            struct ggml_tensor * flat = ggml_new_tensor_1d(ctx, GGML_TYPE_F16, (int64_t) r * c);
+            struct ggml_tensor * tr = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, c, r);
+            struct ggml_cgraph * gf = ggml_new_graph(ctx);
+            ggml_build_forward_expand(gf, ggml_cpy(ctx, x, flat));
+            ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_transpose(ctx, x), tr));
+            ggml_graph_compute_with_ctx(ctx, gf, nth);
+            for (int j = 0; j < c; ++j)
+                for (int i = 0; i < r; ++i, values += 2) {
+                    const float v = ((float *) x->data)[(size_t) j * r + i];
+                    const ggml_fp16_t want = _cvtss_sh(v, 0);
+                    const ggml_fp16_t a = ((ggml_fp16_t *) flat->data)[(size_t) j * r + i], b = ((ggml_fp16_t *) tr->data)[(size_t) i * c + j];
+                    if (a != want || b != want) {
+                        printf("exact-kernels: F16 copy: %d x %d, %d threads, value (%d, %d) %a: upstream 0x%04x, rows 0x%04x, transposed 0x%04x\n", r, c, nth, i, j, v, want, a, b);
+                        return 1;
+                    }
+                }
+            ggml_free(ctx);
+        }
+    }
+    printf("exact-kernels: F16 copy: %ld values, rows as they are and transposed, upstream's bits\n", values);
+    return 0;
+}
+C
 gcc -O2 -I"$PREFIX/include" -o "$W/heads" "$W/heads.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$PREFIX/lib"
 g++ -O2 -std=c++17 -o "$W/sampling" "$W/sampling.cpp" -pthread
 gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -Wl,-rpath,"$PREFIX/lib"
@@ -490,6 +584,8 @@ gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggm
 "$W/f16cols"
 "$W/q8"
 "$W/heads"
+gcc -O2 -mf16c -I"$PREFIX/include" -o "$W/cpy" "$W/cpy.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -lggml -lm -Wl,-rpath,"$PREFIX/lib"
+"$W/cpy"
 "$W/vecmax"
 if grep -qw avx512dq /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then
   g++ -O2 -mavx512f -mavx512vl -mavx512bw -mavx512dq -o "$W/softmax" "$W/softmax.cpp" -L"$PREFIX/lib" -lggml-cpu -lggml-base -Wl,-rpath,"$PREFIX/lib"

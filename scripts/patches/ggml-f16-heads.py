@@ -5,7 +5,11 @@ values a key, the 5 beams' queries) is computed in one pass over all the heads, 
 for every column. tinyBLAS took each head as a product of its own, 8 a layer, with two barriers
 each and 4 x 3 plus 4 x 2 tiles, so each key row was read twice; the 1,500 cross-attention keys
 a head are 128-byte rows 1 KB apart, and a beam-5 step spent 2.1 ms on them (the 10-minute
-recording of bench/pauses.sh, 2 threads).
+recording of bench/pauses.sh, 2 threads). Products of 8 columns or more (a prompt pass: 227
+tokens; DTW's pass over a window's tokens) go six columns at a time, head by head: tinyBLAS's 4 x 3
+tiles gave 12 ms a layer for the prompt's 227 (2 threads), six columns at a time 7.5 ms. Seven
+columns, which no Whisper graph has, stay tinyBLAS's: bench/exact-kernels.sh compares the kernel
+against it with seven.
 
 Each output is tinyBLAS's, operation for operation: one 8-lane fused multiply-add chain over the
 8-value steps of the row, in order, then tinyBLAS's horizontal sum (the halves, then movehl, then
@@ -20,7 +24,7 @@ from sourcepatch import SourcePatch  # noqa: E402
 
 KERNEL = r"""
 #if GGML_USE_LLAMAFILE && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(__AVX512F__)
-// voxpipe: tinyBLAS's F16 outputs for 2 to 6 columns, every matrix of a batch in one pass
+// voxpipe: tinyBLAS's F16 outputs for 2 to 6 or 8 and more columns, every matrix of a batch in one pass
 // (scripts/patches/ggml-f16-heads.py)
 static inline float voxpipe_tinyblas_hsum(__m256 x) {
     __m128 v = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
@@ -80,24 +84,29 @@ static void voxpipe_mul_mat_f16_heads(const struct ggml_compute_params * params,
     const int64_t r2 = ne12 / ne02;
     const int64_t r3 = ne13 / ne03;
     const int nc = (int) ne11;
+    const int groups = (nc + 5) / 6;  // the columns 6 at a time
     const int64_t pairs = ne01 / 2;
     const int64_t mats = ne12 * ne13;
-    const int64_t total = pairs * mats;
+    const int64_t total = pairs * mats * groups;
     const int64_t p0 = total * params->ith / params->nth, p1 = total * (params->ith + 1) / params->nth;
     const int64_t ldc = nb1 / sizeof(float);
     enum { Y_MAX = 8 * 6 * 256 };
-    float y[Y_MAX];  // the columns in F32: every matrix's (frames first), else this matrix's (k <= 256)
-    const int frames_first = mats * nc * ne00 <= Y_MAX;
-    int64_t mat_y = -1;
+    float y[Y_MAX];  // the columns in F32: every matrix's (frames first), else this group's (k <= 256)
+    const int frames_first = groups == 1 && mats * nc * ne00 <= Y_MAX;
+    int64_t mat_y = -1, group_y = -1;
     for (int64_t mat = 0; frames_first && mat < mats; ++mat) {
         voxpipe_f16_cols_f32(wdata, row_size, mat % ne12 * ne11 + mat / ne12 * ne12 * ne11, nc, ne00, y + mat * nc * ne00);
     }
     for (int64_t p = p0; p < p1; ++p) {
-        const int64_t mat = frames_first ? p % mats : p / pairs, i = (frames_first ? p / mats : p % pairs) * 2;
+        const int64_t mat = frames_first ? p % mats : p / (pairs * groups);
+        const int64_t group = frames_first ? 0 : p / pairs % groups;
+        const int64_t i = (frames_first ? p / mats : p % pairs) * 2;
         const int64_t i12 = mat % ne12, i13 = mat / ne12;
-        if (!frames_first && mat != mat_y) {
-            voxpipe_f16_cols_f32(wdata, row_size, i12 * ne11 + i13 * ne12 * ne11, nc, ne00, y);
+        const int c0 = (int) group * 6, gn = nc - c0 < 6 ? nc - c0 : 6;
+        if (!frames_first && (mat != mat_y || group != group_y)) {
+            voxpipe_f16_cols_f32(wdata, row_size, i12 * ne11 + i13 * ne12 * ne11 + c0, gn, ne00, y);
             mat_y = mat;
+            group_y = group;
         }
         const float * ym = frames_first ? y + mat * nc * ne00 : y;
         const char * a = (const char *) src0->data + (i12 / r2) * nb02 + (i13 / r3) * nb03 + i * nb01;
@@ -109,9 +118,10 @@ static void voxpipe_mul_mat_f16_heads(const struct ggml_compute_params * params,
                 _mm_prefetch(ahead + nb01 + b, _MM_HINT_T0);
             }
         }
-        float * o = (float *) ((char *) dst->data + i12 * nb2 + i13 * nb3) + i;
+        float * o = (float *) ((char *) dst->data + i12 * nb2 + i13 * nb3) + i + c0 * ldc;
         const ggml_fp16_t * a0 = (const ggml_fp16_t *) a, * a1 = (const ggml_fp16_t *) (a + nb01);
-        switch (nc) {
+        switch (gn) {
+            case 1: voxpipe_f16_rows2(1, ne00, a0, a1, ym, o, o + 1, ldc); break;
             case 2: voxpipe_f16_rows2(2, ne00, a0, a1, ym, o, o + 1, ldc); break;
             case 3: voxpipe_f16_rows2(3, ne00, a0, a1, ym, o, o + 1, ldc); break;
             case 4: voxpipe_f16_rows2(4, ne00, a0, a1, ym, o, o + 1, ldc); break;
@@ -137,10 +147,10 @@ patch.replace_once(
     "        const void* wdata = (src1->type == vec_dot_type) ? src1->data : params->wdata;\n"
     "        const size_t row_size = ggml_row_size(vec_dot_type, ne10);\n"
     "#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(__AVX512F__)\n"
-    "        // voxpipe: the products tinyBLAS's F16 kernel would take with 2 to 6 columns, every matrix\n"
-    "        // in one pass (scripts/patches/ggml-f16-heads.py)\n"
+    "        // voxpipe: the products tinyBLAS's F16 kernel would take with 2 to 6 or 8 and more columns,\n"
+    "        // every matrix in one pass (scripts/patches/ggml-f16-heads.py)\n"
     "        if (src0->type == GGML_TYPE_F16 && vec_dot_type == GGML_TYPE_F16 && dst->type == GGML_TYPE_F32 &&\n"
-    "            ne11 >= 2 && ne11 <= 6 && ne00 % 8 == 0 && ne00 <= 256 && ne01 % 4 == 0 && nb00 == sizeof(ggml_fp16_t)) {\n"
+    "            ne11 >= 2 && ne11 != 7 && ne00 % 8 == 0 && ne00 <= 256 && ne01 % 4 == 0 && nb00 == sizeof(ggml_fp16_t)) {\n"
     "            voxpipe_mul_mat_f16_heads(params, dst, wdata, row_size);\n"
     "            return;\n"
     "        }\n"
