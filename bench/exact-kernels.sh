@@ -10,7 +10,8 @@
 #   1 to 3,000, 1 to 3 columns in F16, 1 to 6 columns converted to F32);
 # - the q8_0 kernels of voxpipe-q8.inc (16-bit multiply-adds for 16 columns or more, 8-row tiles for
 #   2 to 15, 4-row tiles for what is left) against each other and against the block sums written out one product at a time, on
-#   random shapes and on scales that are zero, subnormal, infinite or NaN;
+#   random shapes and on scales that are zero, subnormal, infinite or NaN; where the CPU has AMX-INT8,
+#   voxpipe-q8-amx.cpp's tiles (16 columns, or 8 for the few columns of a decoder step) against the same;
 # - ggml-f16-heads.py's attention scores (F16, 2 to 6 columns and 8 or more, every head in one pass)
 #   against tinyBLAS in the installed runtime: the same product with 7 columns (which tinyBLAS
 #   takes) must give the same bits in those columns;
@@ -315,6 +316,11 @@ cat >"$W/q8.cpp" <<'CPP'
 #include <random>
 #include <vector>
 #include "../../../scripts/patches/voxpipe-q8.inc"
+#ifdef AMX
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "../../../scripts/patches/voxpipe-q8-amx.cpp"
+#endif
 using namespace voxpipe_q8;
 // the definition: per output, for each block in order, acc = fma(da * db, float(exact integer dot), acc)
 static float reference(const blk * a, const blk * b, int64_t k) {
@@ -331,6 +337,14 @@ int main() {
     std::mt19937 gen(38);
     const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x7c00, 0xfc00, 0x7e00, 0x7bff};
     long outputs = 0, wide = 0, narrow = 0;
+#ifdef AMX
+    // Linux grants the tile data only on request (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
+    if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) {
+        printf("exact-kernels: q8_0 on AMX: Linux did not grant the tiles\n");
+        return 1;
+    }
+    long amx = 0;
+#endif
     for (int trial = 0; trial < 400; ++trial) {
         const int64_t n = trial % 3 == 0 ? 1 + gen() % 15 : 16 + gen() % (trial % 7 == 0 ? 1500 : 70);
         const int64_t m = 1 + gen() % (trial % 4 == 0 || n < 16 ? 600 : 40), k = 1 + gen() % (trial % 5 == 0 ? 64 : 17);
@@ -345,6 +359,20 @@ int main() {
         std::vector<float> C(m * n, -1.0f), R(m * n, -2.0f);
         for (int ith = 0; ith < nth; ++ith) gemm(A.data(), k, B.data(), k, C.data(), m, m, n, k, ith, nth);
         rows(A.data(), k, B.data(), k, R.data(), m, k, n, 0, m);  // 4-row tiles, every column
+#ifdef AMX
+        // the tiles: a thread's share of the columns (groups of 16), or of the rows (8 columns or fewer: narrow tiles)
+        std::vector<float> T(m * n, -3.0f);
+        for (int ith = 0; ith < nth; ++ith) gemm_amx(A.data(), k, B.data(), k, T.data(), m, m, n, k, ith, nth);
+        amx += m * n;
+        for (int64_t j = 0; j < n; ++j)
+            for (int64_t i = 0; i < m; ++i)
+                if (!same(reference(&A[i * k], &B[j * k], k), T[j * m + i])) {
+                    printf("exact-kernels: q8_0 on AMX: m %lld n %lld k %lld, output (%lld, %lld): definition %a, AMX %a\n",
+                           (long long) m, (long long) n, (long long) k, (long long) i, (long long) j,
+                           reference(&A[i * k], &B[j * k], k), T[j * m + i]);
+                    return 1;
+                }
+#endif
         for (int64_t j = 0; j < n; ++j)
             for (int64_t i = 0; i < m; ++i, ++outputs) {
                 const float ref = reference(&A[i * k], &B[j * k], k);
@@ -357,8 +385,12 @@ int main() {
         if (n >= 16) wide += m * n;
         if (n >= 2 && n < 16 && m >= 8) narrow += m / 8 * 8 * n;
     }
+#ifndef AMX
     printf("exact-kernels: q8_0 products: %ld outputs (%ld through the 16-bit kernel, about %ld through the 8-row tiles), the block sums' bits\n",
            outputs, wide, narrow);
+#else
+    printf("exact-kernels: q8_0 on AMX: %ld outputs (16 columns a tile, and 8 for products of 8 columns or fewer), the block sums' bits\n", amx);
+#endif
 }
 CPP
 g++ -O3 -mavx2 -mfma -mf16c -std=c++17 -o "$W/q8" "$W/q8.cpp"
@@ -583,6 +615,13 @@ gcc -O3 -mavx2 -mfma -mf16c -o "$W/f16cols" "$W/f16cols.c" -L"$PREFIX/lib" -lggm
 "$W/sampling"
 "$W/f16cols"
 "$W/q8"
+if grep -qw amx_int8 /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then
+  g++ -O3 -mavx2 -mfma -mf16c -mavx512f -mavx512vl -mavx512bw -mavx512dq -mamx-tile -mamx-int8 -std=c++17 -DAMX \
+    -o "$W/q8amx" "$W/q8.cpp"
+  "$W/q8amx"
+else
+  echo "exact-kernels: q8_0 on AMX: not checked (this CPU has no AMX-INT8; the runtime does not use it here)"
+fi
 "$W/heads"
 gcc -O2 -mf16c -I"$PREFIX/include" -o "$W/cpy" "$W/cpy.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -lggml -lm -Wl,-rpath,"$PREFIX/lib"
 "$W/cpy"

@@ -13,13 +13,15 @@
 
 namespace voxpipe_q8 {
 struct tilecfg { uint8_t palette; uint8_t start_row; uint8_t reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; };
-static inline void amx_config() {
+// `narrow`: B and C tiles of 8 columns (32 bytes a row), for products of up to 8 columns
+static inline void amx_config(bool narrow) {
     tilecfg c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
-    for (int t = 0; t < 8; t += 2) {  // even tiles: A or C (16 rows); odd: B (8 rows of 4 bytes x 16 columns)
-        c.rows[t] = 16; c.colsb[t] = 64;
-        c.rows[t + 1] = 8; c.colsb[t + 1] = 64;
+    const uint16_t w = narrow ? 32 : 64;
+    for (int t = 0; t < 8; t += 2) {  // even tiles: A or C (16 rows); odd: B (8 rows of 4 bytes x 16 or 8 columns)
+        c.rows[t] = 16; c.colsb[t] = w;
+        c.rows[t + 1] = 8; c.colsb[t + 1] = w;
     }
     c.colsb[0] = 32; c.colsb[2] = 32;  // tiles 0 and 2: A, 16 rows of one block
     _tile_loadconfig(&c);
@@ -46,11 +48,16 @@ static void pack(const blk * B, int64_t ldb, int64_t k, int64_t n, int64_t j0, i
 }
 // 16 rows from i, the packed columns from j0 (cols of them valid); `ahead` rows after them are
 // prefetched meanwhile, spread over the blocks (a decoder step streams its weights from memory:
-// the vocabulary's 28 MB took a third less time so on an Intel Xeon; results are not touched)
+// the vocabulary's 28 MB took a third less time so on an Intel Xeon; results are not touched).
+// Narrow (up to 8 columns, the tiles configured so): a block's sums come out as 16 rows of 8, two
+// rows a vector, so half the conversions and multiply-adds (a beam search's decoder step: a
+// quarter less time for the vocabulary on an Intel Xeon); each output's steps are the same.
+template <bool narrow>
 static void tile16(const blk * A, int64_t lda, const int32_t * bp, const float * dbv, float * C, int64_t ldc, int64_t k, int64_t i, int64_t j0, int64_t cols, int64_t ahead) {
-    __m512 acc[16];
-    for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
-    alignas(64) int32_t cb[2][256];
+    constexpr int vecs = narrow ? 8 : 16, width = narrow ? 8 : 16;
+    __m512 acc[vecs];
+    for (int r = 0; r < vecs; ++r) acc[r] = _mm512_setzero_ps();
+    alignas(64) int32_t cb[2][16 * width];
     alignas(64) float da[16];
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int) (lda * sizeof(blk))));
@@ -72,19 +79,31 @@ static void tile16(const blk * A, int64_t lda, const int32_t * bp, const float *
             _tile_loadd(3, bp + 128 * (l + 1), 64);
             _tile_dpbssd(6, 2, 3);
         }
-        _tile_stored(4, cb[0], 64);
-        if (two) _tile_stored(6, cb[1], 64);
+        _tile_stored(4, cb[0], 4 * width);
+        if (two) _tile_stored(6, cb[1], 4 * width);
         for (int q = 0; q < (two ? 2 : 1); ++q) {
             // the 16 rows' scales in one gather (4 bytes from each d, the low 2 kept), converted exactly
             const __m512i d32 = _mm512_i32gather_epi32(rows, (const void *) &A[lda * i + l + q].d, 1);
-            _mm512_store_ps(da, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d32)));
-            const __m512 db = _mm512_loadu_ps(dbv + 16 * (l + q));
-            for (int r = 0; r < 16; ++r)
-                acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(da[r]), db), _mm512_cvtepi32_ps(_mm512_load_si512(cb[q] + 16 * r)), acc[r]);
+            const __m512 dav = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d32));
+            if constexpr (narrow) {
+                // lanes 0-7: row 2h's 8 columns, lanes 8-15: row 2h + 1's
+                const __m512 db = _mm512_broadcast_f32x8(_mm256_loadu_ps(dbv + 16 * (l + q)));
+                for (int h = 0; h < 8; ++h) {
+                    const __m512i pair = _mm512_set_epi32(2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1,
+                                                          2 * h + 1, 2 * h + 1, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h);
+                    acc[h] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_permutexvar_ps(pair, dav), db),
+                                             _mm512_cvtepi32_ps(_mm512_load_si512(cb[q] + 16 * h)), acc[h]);
+                }
+            } else {
+                _mm512_store_ps(da, dav);
+                const __m512 db = _mm512_loadu_ps(dbv + 16 * (l + q));
+                for (int r = 0; r < 16; ++r)
+                    acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(da[r]), db), _mm512_cvtepi32_ps(_mm512_load_si512(cb[q] + 16 * r)), acc[r]);
+            }
         }
     }
-    alignas(64) float t[16][16];
-    for (int r = 0; r < 16; ++r) _mm512_store_ps(t[r], acc[r]);
+    alignas(64) float t[16][width];
+    for (int r = 0; r < vecs; ++r) _mm512_store_ps(t[narrow ? 2 * r : r], acc[r]);
     for (int64_t c = 0; c < cols; ++c)
         for (int r = 0; r < 16; ++r) C[ldc * (j0 + c) + i + r] = t[r][c];
 }
@@ -110,13 +129,14 @@ static void gemm_amx(const blk * A, int64_t lda, const blk * B, int64_t ldb, flo
         gemm(A, lda, B, ldb, C, ldc, m, n, k, ith, nth);
         return;
     }
-    amx_config();
+    const bool narrow = !many && n <= 8;
+    amx_config(narrow);
     if (many) {  // many columns (an encoder pass): each thread its share of the columns
         const int64_t g0 = groups * ith / nth, g1 = groups * (ith + 1) / nth;
         for (int64_t g = g0; g < g1; ++g) {
             const int64_t cols = n - 16 * g < 16 ? n - 16 * g : 16;
             pack(B, ldb, k, n, 16 * g, bp, dbv);
-            for (int64_t i = 0; i < m16; i += 16) tile16(A, lda, bp, dbv, C, ldc, k, i, 16 * g, cols, 0);
+            for (int64_t i = 0; i < m16; i += 16) tile16<false>(A, lda, bp, dbv, C, ldc, k, i, 16 * g, cols, 0);
             for (int64_t i = m16; i < m; ++i)
                 for (int64_t j = 16 * g; j < 16 * g + cols; ++j) one(A, lda, B, ldb, C, ldc, k, i, j);
         }
@@ -126,7 +146,7 @@ static void gemm_amx(const blk * A, int64_t lda, const blk * B, int64_t ldb, flo
         const int64_t t0 = tiles * ith / nth, t1 = tiles * (ith + 1) / nth;
         for (int64_t t = t0; t < t1; ++t)
             for (int64_t g = 0; g < groups; ++g)
-                tile16(A, lda, bp + 128 * k * g, dbv + 16 * k * g, C, ldc, k, 16 * t, 16 * g, n - 16 * g < 16 ? n - 16 * g : 16,
+                (narrow ? tile16<true> : tile16<false>)(A, lda, bp + 128 * k * g, dbv + 16 * k * g, C, ldc, k, 16 * t, 16 * g, n - 16 * g < 16 ? n - 16 * g : 16,
                        g + 1 == groups && t + 1 < t1 ? 16 : 0);
         if (ith == nth - 1)
             for (int64_t i = m16; i < m; ++i)
