@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch f16-cols-f32-patch fa-wide-softmax-patch energy-patch mel-fft-patch f16-heads-frames-patch f16-heads-wide-patch cpy-f16-patch q8-narrow-patch q8-wide-regs-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch f16-cols-f32-patch fa-wide-softmax-patch energy-patch mel-fft-patch f16-heads-frames-patch f16-heads-wide-patch cpy-f16-patch q8-narrow-patch q8-wide-regs-patch q8-narrow-signs-patch"
 
 . "$here/pypi.sh"
 
