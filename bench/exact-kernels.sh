@@ -12,6 +12,7 @@
 #   2 to 15, 4-row tiles for what is left) against each other and against the block sums written out one product at a time, on
 #   random shapes and on scales that are zero, subnormal, infinite or NaN; where the CPU has AMX-INT8,
 #   voxpipe-q8-amx.cpp's tiles (16 columns, or 8 for the few columns of a decoder step) against the same;
+#   where it has AVX-512 VNNI, voxpipe-q8-vnni.cpp's VPDPBUSD products against the same;
 # - ggml-f16-heads.py's attention scores (F16, 2 to 6 columns and 8 or more, every head in one pass)
 #   against tinyBLAS in the installed runtime: the same product with 7 columns (which tinyBLAS
 #   takes) must give the same bits in those columns;
@@ -321,6 +322,9 @@ cat >"$W/q8.cpp" <<'CPP'
 #include <unistd.h>
 #include "../../../scripts/patches/voxpipe-q8-amx.cpp"
 #endif
+#ifdef VNNI
+#include "../../../scripts/patches/voxpipe-q8-vnni.cpp"
+#endif
 using namespace voxpipe_q8;
 // the definition: per output, for each block in order, acc = fma(da * db, float(exact integer dot), acc)
 static float reference(const blk * a, const blk * b, int64_t k) {
@@ -333,6 +337,21 @@ static float reference(const blk * a, const blk * b, int64_t k) {
     return acc;
 }
 static bool same(float x, float y) { return memcmp(&x, &y, 4) == 0 || (x != x && y != y); }
+#if defined(AMX) || defined(VNNI)
+// every output of T (m x n, column-major) against the definition; false (and the first difference printed) otherwise
+static bool matches(const char * what, const std::vector<blk> & A, const std::vector<blk> & B, const std::vector<float> & T,
+                    int64_t m, int64_t n, int64_t k) {
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < m; ++i)
+            if (!same(reference(&A[i * k], &B[j * k], k), T[j * m + i])) {
+                printf("exact-kernels: q8_0 %s: m %lld n %lld k %lld, output (%lld, %lld): definition %a, kernel %a\n", what,
+                       (long long) m, (long long) n, (long long) k, (long long) i, (long long) j,
+                       reference(&A[i * k], &B[j * k], k), T[j * m + i]);
+                return false;
+            }
+    return true;
+}
+#endif
 int main() {
     std::mt19937 gen(38);
     const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x03ff, 0x7c00, 0xfc00, 0x7e00, 0x7bff};
@@ -344,6 +363,9 @@ int main() {
         return 1;
     }
     long amx = 0;
+#endif
+#ifdef VNNI
+    long vnni = 0;
 #endif
     for (int trial = 0; trial < 400; ++trial) {
         const int64_t n = trial % 3 == 0 ? 1 + gen() % 15 : 16 + gen() % (trial % 7 == 0 ? 1500 : 70);
@@ -364,14 +386,14 @@ int main() {
         std::vector<float> T(m * n, -3.0f);
         for (int ith = 0; ith < nth; ++ith) gemm_amx(A.data(), k, B.data(), k, T.data(), m, m, n, k, ith, nth);
         amx += m * n;
-        for (int64_t j = 0; j < n; ++j)
-            for (int64_t i = 0; i < m; ++i)
-                if (!same(reference(&A[i * k], &B[j * k], k), T[j * m + i])) {
-                    printf("exact-kernels: q8_0 on AMX: m %lld n %lld k %lld, output (%lld, %lld): definition %a, AMX %a\n",
-                           (long long) m, (long long) n, (long long) k, (long long) i, (long long) j,
-                           reference(&A[i * k], &B[j * k], k), T[j * m + i]);
-                    return 1;
-                }
+        if (!matches("on AMX", A, B, T, m, n, k)) return 1;
+#endif
+#ifdef VNNI
+        // VPDPBUSD: a thread's share of the rows, 16 columns a register (fewer columns: the baseline's code)
+        std::vector<float> V(m * n, -4.0f);
+        for (int ith = 0; ith < nth; ++ith) gemm_vnni(A.data(), k, B.data(), k, V.data(), m, m, n, k, ith, nth);
+        if (n >= 16) vnni += m * n;
+        if (!matches("with VNNI", A, B, V, m, n, k)) return 1;
 #endif
         for (int64_t j = 0; j < n; ++j)
             for (int64_t i = 0; i < m; ++i, ++outputs) {
@@ -385,7 +407,9 @@ int main() {
         if (n >= 16) wide += m * n;
         if (n >= 2 && n < 16 && m >= 8) narrow += m / 8 * 8 * n;
     }
-#ifndef AMX
+#if defined(VNNI)
+    printf("exact-kernels: q8_0 with AVX-512 VNNI: %ld outputs through VPDPBUSD (16 columns a register), the block sums' bits\n", vnni);
+#elif !defined(AMX)
     printf("exact-kernels: q8_0 products: %ld outputs (%ld through the 16-bit kernel, about %ld through the 8-row tiles), the block sums' bits\n",
            outputs, wide, narrow);
 #else
@@ -621,6 +645,13 @@ if grep -qw amx_int8 /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo && grep -q
   "$W/q8amx"
 else
   echo "exact-kernels: q8_0 on AMX: not checked (this CPU has no AMX-INT8; the runtime does not use it here)"
+fi
+if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then
+  g++ -O3 -mavx2 -mfma -mf16c -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx512vnni -std=c++17 -DVNNI \
+    -o "$W/q8vnni" "$W/q8.cpp"
+  "$W/q8vnni"
+else
+  echo "exact-kernels: q8_0 with AVX-512 VNNI: not checked (this CPU has no AVX-512 VNNI; the runtime does not use it here)"
 fi
 "$W/heads"
 gcc -O2 -mf16c -I"$PREFIX/include" -o "$W/cpy" "$W/cpy.c" -L"$PREFIX/lib" -lggml-cpu -lggml-base -lggml -lm -Wl,-rpath,"$PREFIX/lib"

@@ -264,14 +264,15 @@ import VoxTesting
             "q8-wide-patch", "f16-heads-patch", "vec-max-patch", "f16-cols-f32-patch",
             "fa-wide-softmax-patch", "energy-patch", "mel-fft-patch", "f16-heads-frames-patch",
             "f16-heads-wide-patch", "cpy-f16-patch", "q8-narrow-patch", "q8-wide-regs-patch", "q8-narrow-signs-patch",
+            "q8-vnni-patch",
         ]
         for patch in patches {
             #expect(record.contains(patch), "\(record)")
         }
-        // The q8_0 kernel for AMX CPUs and the attention's products for AVX-512 ones are in the CPU
-        // code, chosen at run time (scripts/patches/ggml-q8-blocks.py, ggml-fa-wide.py; that they
-        // change no result, bench/kernels.sh shows).
-        for kernel in ["voxpipe_q8_gemm_amx\0", "voxpipe_simd_gemm_avx512\0"] {
+        // The q8_0 kernels for AMX and AVX-512 VNNI CPUs and the attention's products for AVX-512 ones
+        // are in the CPU code, chosen at run time (scripts/patches/ggml-q8-blocks.py, ggml-fa-wide.py;
+        // that they change no result, bench/kernels.sh shows).
+        for kernel in ["voxpipe_q8_gemm_amx\0", "voxpipe_q8_gemm_vnni\0", "voxpipe_simd_gemm_avx512\0"] {
             #expect(try Data(contentsOf: cpuCode).range(of: Data(kernel.utf8)) != nil, "\(kernel)")
         }
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
