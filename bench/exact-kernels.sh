@@ -12,7 +12,8 @@
 #   2 to 15, 4-row tiles for what is left) against each other and against the block sums written out one product at a time, on
 #   random shapes and on scales that are zero, subnormal, infinite or NaN; where the CPU has AMX-INT8,
 #   voxpipe-q8-amx.cpp's tiles (16 columns, or 8 for the few columns of a decoder step) against the same;
-#   where it has AVX-512 VNNI, voxpipe-q8-vnni.cpp's VPDPBUSD products against the same;
+#   where it has AVX-512 VNNI, voxpipe-q8-vnni.cpp's VPDPBUSD products (16 columns a register, or 16
+#   rows at a time for 2 to 15 columns) against the same;
 # - ggml-f16-heads.py's attention scores (F16, 2 to 6 columns and 8 or more, every head in one pass)
 #   against tinyBLAS in the installed runtime: the same product with 7 columns (which tinyBLAS
 #   takes) must give the same bits in those columns;
@@ -365,7 +366,7 @@ int main() {
     long amx = 0;
 #endif
 #ifdef VNNI
-    long vnni = 0;
+    long vnni = 0, vnni_narrow = 0;
 #endif
     for (int trial = 0; trial < 400; ++trial) {
         const int64_t n = trial % 3 == 0 ? 1 + gen() % 15 : 16 + gen() % (trial % 7 == 0 ? 1500 : 70);
@@ -393,6 +394,7 @@ int main() {
         std::vector<float> V(m * n, -4.0f);
         for (int ith = 0; ith < nth; ++ith) gemm_vnni(A.data(), k, B.data(), k, V.data(), m, m, n, k, ith, nth);
         if (n >= 16) vnni += m * n;
+        if (n >= 2 && n < 16 && m >= 16) vnni_narrow += m / 16 * 16 * n;
         if (!matches("with VNNI", A, B, V, m, n, k)) return 1;
 #endif
         for (int64_t j = 0; j < n; ++j)
@@ -408,7 +410,8 @@ int main() {
         if (n >= 2 && n < 16 && m >= 8) narrow += m / 8 * 8 * n;
     }
 #if defined(VNNI)
-    printf("exact-kernels: q8_0 with AVX-512 VNNI: %ld outputs through VPDPBUSD (16 columns a register), the block sums' bits\n", vnni);
+    printf("exact-kernels: q8_0 with AVX-512 VNNI: %ld outputs through VPDPBUSD 16 columns a register, about %ld 16 rows at a time, the block sums' bits\n",
+           vnni, vnni_narrow);
 #elif !defined(AMX)
     printf("exact-kernels: q8_0 products: %ld outputs (%ld through the 16-bit kernel, about %ld through the 8-row tiles), the block sums' bits\n",
            outputs, wide, narrow);

@@ -264,7 +264,7 @@ import VoxTesting
             "q8-wide-patch", "f16-heads-patch", "vec-max-patch", "f16-cols-f32-patch",
             "fa-wide-softmax-patch", "energy-patch", "mel-fft-patch", "f16-heads-frames-patch",
             "f16-heads-wide-patch", "cpy-f16-patch", "q8-narrow-patch", "q8-wide-regs-patch", "q8-narrow-signs-patch",
-            "q8-vnni-patch",
+            "q8-vnni-patch", "q8-vnni-narrow-patch",
         ]
         for patch in patches {
             #expect(record.contains(patch), "\(record)")

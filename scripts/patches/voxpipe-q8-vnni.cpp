@@ -7,7 +7,7 @@
 // the sum starts from -128 sum(b) (the column's, worked out when the columns are packed) and eight
 // VPDPBUSD add the 32 products of the block, sixteen columns a register. Then the same product of
 // the scales and the same fused multiply-add a block, block after block. Products of fewer than 16
-// columns (a decoder step, bound by reading the weights) stay the baseline's, compiled here.
+// columns (a decoder step) take 16 rows at a time (see below).
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -151,6 +151,75 @@ static bool rows(const blk * A, int64_t lda, const blk * B, int64_t ldb, float *
     }
     return true;
 }
+// Products of 2 to 15 columns (a decoder step: one column a beam), 16 rows at a time: two rows'
+// blocks to a register, each column's block broadcast to both halves, eight VPDPBUSD a column, and
+// the 16 rows' lanes summed by a tree of shuffles into one register (row order 0 2 4 6 1 3 5 7, then
+// 8 to 15 alike; the rows' scales are gathered in that order and the outputs put back in order).
+static const int ORDER[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+// lanes of the 8 registers d[p] (rows 2p and 2p + 1, eight lanes each) summed: one sum a row, in ORDER
+static inline __m512i sum16(const __m512i * d) {
+    __m512i e[4], f[2];
+    for (int p = 0; p < 4; ++p)
+        e[p] = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2 * p], d[2 * p + 1]), _mm512_unpackhi_epi32(d[2 * p], d[2 * p + 1]));
+    for (int h = 0; h < 2; ++h)
+        f[h] = _mm512_add_epi32(_mm512_unpacklo_epi64(e[2 * h], e[2 * h + 1]), _mm512_unpackhi_epi64(e[2 * h], e[2 * h + 1]));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(f[0], f[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(f[0], f[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+template <int NJ>
+static void tile16(const blk * A, int64_t lda, const blk * B, int64_t ldb, float * C, int64_t ldc, int64_t k, const float * db, const int32_t * s0,
+                   int64_t n, int64_t i, int64_t j0, const char * next, int64_t next_bytes) {
+    const __m512i flip = _mm512_set1_epi8((char) 0x80);
+    __m512i at = _mm512_loadu_si512(ORDER);
+    at = _mm512_mullo_epi32(at, _mm512_set1_epi32((int) (lda * sizeof(blk))));
+    __m512 acc[NJ];
+    for (int j = 0; j < NJ; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t l = 0; l < k; ++l) {
+        if (j0 == 0) prefetch_part(next, next_bytes, l, k);
+        const blk * a = A + lda * i + l;
+        __m512i rows[8];
+        for (int p = 0; p < 8; ++p)
+            rows[p] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(ld(a + lda * 2 * p)), ld(a + lda * (2 * p + 1)), 1), flip);
+        // the 16 rows' scales in ORDER (4 bytes from each d, the low 2 kept), converted exactly
+        const __m512 da = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(at, (const void *) &a->d, 1)));
+        for (int j = 0; j < NJ; ++j) {
+            const __m512i bv = _mm512_broadcast_i64x4(ld(B + ldb * (j0 + j) + l));
+            __m512i d[8];
+            for (int p = 0; p < 8; ++p) d[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), rows[p], bv);
+            const __m512i sum = _mm512_add_epi32(sum16(d), _mm512_set1_epi32(s0[l * n + j0 + j]));
+            acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(da, _mm512_set1_ps(db[l * n + j0 + j])), _mm512_cvtepi32_ps(sum), acc[j]);
+        }
+    }
+    const __m512i back = _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);  // ORDER's inverse
+    for (int j = 0; j < NJ; ++j) _mm512_storeu_ps(C + ldc * (j0 + j) + i, _mm512_permutexvar_ps(back, acc[j]));
+}
+// rows [i0, i1) of C, every column (2 <= n < 16): 16-row tiles, the rest by the baseline's 8-row tiles
+static void narrow_rows(const blk * A, int64_t lda, const blk * B, int64_t ldb, float * C, int64_t ldc, int64_t k, int64_t n, int64_t i0,
+                        int64_t i1, float * db, int32_t * s0) {
+    for (int64_t l = 0; l < k; ++l)
+        for (int64_t j = 0; j < n; ++j) {
+            const blk * b = B + ldb * j + l;
+            int32_t sum = 0;
+            for (int q = 0; q < 32; ++q) sum += b->qs[q];
+            db[l * n + j] = h2f(b->d);
+            s0[l * n + j] = -128 * sum;
+        }
+    int64_t i = i0;
+    for (; i + 16 <= i1; i += 16) {
+        const char * next = (const char *) (A + lda * (i + 16));
+        const int64_t next_bytes = i + 32 <= i1 ? 16 * lda * (int64_t) sizeof(blk) : 0;
+        for (int64_t j0 = 0; j0 < n; j0 += 6) {
+            switch (n - j0 < 6 ? n - j0 : 6) {
+                case 1: tile16<1>(A, lda, B, ldb, C, ldc, k, db, s0, n, i, j0, next, next_bytes); break;
+                case 2: tile16<2>(A, lda, B, ldb, C, ldc, k, db, s0, n, i, j0, next, next_bytes); break;
+                case 3: tile16<3>(A, lda, B, ldb, C, ldc, k, db, s0, n, i, j0, next, next_bytes); break;
+                case 4: tile16<4>(A, lda, B, ldb, C, ldc, k, db, s0, n, i, j0, next, next_bytes); break;
+                case 5: tile16<5>(A, lda, B, ldb, C, ldc, k, db, s0, n, i, j0, next, next_bytes); break;
+                default: tile16<6>(A, lda, B, ldb, C, ldc, k, db, s0, n, i, j0, next, next_bytes); break;
+            }
+        }
+    }
+    if (i < i1) narrow::rows(A, lda, B, ldb, C, ldc, k, n, i, i1, db);
+}
 }  // namespace vnni
 // thread ith of nth: the baseline's share of the rows; 16 columns or more through VNNI
 static void gemm_vnni(const blk * A, int64_t lda, const blk * B, int64_t ldb, float * C, int64_t ldc, int64_t m, int64_t n, int64_t k, int ith, int nth) {
@@ -159,6 +228,12 @@ static void gemm_vnni(const blk * A, int64_t lda, const blk * B, int64_t ldb, fl
     const int64_t i0 = 4 * b0, i1 = ith == nth - 1 ? m : 4 * b1;
     if (i0 >= i1) return;
     if (n >= 16 && vnni::rows(A, lda, B, ldb, C, ldc, k, n, i0, i1)) return;
+    if (n >= 2 && n < 16 && k * n <= 4096) {
+        float db[4096];
+        int32_t s0[4096];
+        vnni::narrow_rows(A, lda, B, ldb, C, ldc, k, n, i0, i1, db, s0);
+        return;
+    }
     gemm(A, lda, B, ldb, C, ldc, m, n, k, ith, nth);
 }
 }  // namespace voxpipe_q8
