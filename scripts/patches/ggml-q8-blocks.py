@@ -16,8 +16,8 @@ in the last bits of a probability from the runtime before this patch (the suite'
 WER figures were checked once, issue 38).
 
 On CPUs with AVX-512 VNNI and no AMX (Intel Xeon since Cascade Lake, AMD since Zen 4) a third
-kernel (voxpipe-q8-vnni.cpp) takes products of 16 columns or more (an encoder pass) with VPDPBUSD,
-the same block sums again.
+kernel (voxpipe-q8-vnni.cpp) takes products of 2 columns or more (encoder passes, 16 columns a
+register; decoder steps, 16 weight rows at a time) with VPDPBUSD, the same block sums again.
 
 VOXPIPE_WHISPER_KERNELS=baseline keeps the AVX2 kernel where the CPU has AMX or VNNI (to show the
 results match), VOXPIPE_WHISPER_KERNELS=vnni the VNNI kernel where the CPU has AMX too; anything else
