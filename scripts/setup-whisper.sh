@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch f16-cols-f32-patch fa-wide-softmax-patch energy-patch mel-fft-patch f16-heads-frames-patch f16-heads-wide-patch cpy-f16-patch q8-narrow-patch q8-wide-regs-patch q8-narrow-signs-patch q8-vnni-patch q8-vnni-narrow-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch abort-dtw-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch f16-cols-f32-patch fa-wide-softmax-patch energy-patch mel-fft-patch f16-heads-frames-patch f16-heads-wide-patch cpy-f16-patch q8-narrow-patch q8-wide-regs-patch q8-narrow-signs-patch q8-vnni-patch q8-vnni-narrow-patch"
 
 . "$here/pypi.sh"
 
@@ -46,7 +46,8 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   sdist="$(sdist_get pywhispercpp==1.5.1 5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5 "$work/sdist")"
   tar -xzf "$sdist" -C "$work"
   src="$work/pywhispercpp-1.5.1/whisper.cpp"
-  # Cancellation reaches the encoder (SIGTERM, a serve client gone): scripts/patches/whisper-abort.py.
+  # Cancellation reaches the encoder (SIGTERM, a serve client gone), and the word times' pass
+  # stops without aborting the process ("abort-dtw"): scripts/patches/whisper-abort.py.
   python3 "$here/patches/whisper-abort.py" "$src/src/whisper.cpp"
   # The encoder's attention is always fused (flash attention); the decoder's stays as it is, for
   # DTW word times: scripts/patches/whisper-encoder-fa.py.

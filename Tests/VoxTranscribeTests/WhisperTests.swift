@@ -258,7 +258,7 @@ import VoxTesting
             contentsOf: cpuCode.deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
         let patches = [
-            "abort-patch", "barrier-wake-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
+            "abort-patch", "abort-dtw-patch", "barrier-wake-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
             "fa-pack-once-patch", "last-logits-patch", "q8-blocks-patch", "fa-wide-patch", "gelu-gather-patch",
             "sampling-patch", "f16-cols-patch", "dtw-median-patch", "tinyblas-batches-patch", "q8-prefetch-patch",
             "q8-wide-patch", "f16-heads-patch", "vec-max-patch", "f16-cols-f32-patch",

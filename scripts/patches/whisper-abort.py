@@ -3,7 +3,11 @@
 graph it computes. Upstream hands it to the CPU backend only for the non-scheduled helper and
 checks it between graphs otherwise, so a cancelled decode ran on to the end of an encoder pass
 (seconds, two passes with language detection). Results are unchanged: the patch only lets a
-computation stop early. Applied by scripts/setup-whisper.sh; fails loudly if the source moved."""
+computation stop early. The word times' pass (DTW) took a failed decode for a broken runtime and
+aborted the process; stopped by the callback, it now leaves the window without word times (the
+decode is being abandoned) and whisper_full stops at its next check: SIGTERM during that pass
+crashed `voxpipe run` about once in 30 tries on a busy machine. Applied by scripts/setup-whisper.sh;
+fails loudly if the source moved."""
 import os
 import sys
 
@@ -40,5 +44,15 @@ patch.replace_once(
     "        ~voxpipe_abort_scope() { voxpipe_abort_callback = nullptr; voxpipe_abort_callback_data = nullptr; }\n"
     "    } voxpipe_abort_scope_(params.abort_callback, params.abort_callback_user_data);\n"
     "    // clear old results\n",
+)
+patch.replace_once(
+    "    if (!whisper_decode_internal(*ctx, *state, state->batch, n_threads, true, nullptr, nullptr)) {\n"
+    "        WHISPER_LOG_INFO(\"DECODER FAILED\\n\");\n",
+    "    if (!whisper_decode_internal(*ctx, *state, state->batch, n_threads, true, nullptr, nullptr)) {\n"
+    "        // voxpipe: stopped by whisper_full's abort callback (it reaches this graph too): no word times\n"
+    "        if (voxpipe_abort_callback != nullptr && voxpipe_abort_callback(voxpipe_abort_callback_data)) {\n"
+    "            return;\n"
+    "        }\n"
+    "        WHISPER_LOG_INFO(\"DECODER FAILED\\n\");\n",
 )
 patch.save()
