@@ -258,10 +258,10 @@ import VoxTesting
             contentsOf: cpuCode.deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("share/voxpipe/whisper-runtime"), encoding: .utf8)
         let patches = [
-            "abort-patch", "abort-dtw-patch", "barrier-wake-patch", "encoder-fa-patch", "tinyblas-rows-patch", "detect-reuse-patch",
-            "fa-pack-once-patch", "last-logits-patch", "q8-blocks-patch", "fa-wide-patch", "gelu-gather-patch",
-            "sampling-patch", "f16-cols-patch", "dtw-median-patch", "tinyblas-batches-patch", "q8-prefetch-patch",
-            "q8-wide-patch", "f16-heads-patch", "vec-max-patch", "f16-cols-f32-patch",
+            "abort-patch", "abort-dtw-patch", "barrier-wake-patch", "encoder-fa-patch", "tinyblas-rows-patch",
+            "detect-reuse-patch", "fa-pack-once-patch", "last-logits-patch", "q8-blocks-patch", "fa-wide-patch",
+            "gelu-gather-patch", "sampling-patch", "f16-cols-patch", "dtw-median-patch", "tinyblas-batches-patch",
+            "q8-prefetch-patch", "q8-wide-patch", "f16-heads-patch", "vec-max-patch", "f16-cols-f32-patch",
             "fa-wide-softmax-patch", "energy-patch", "mel-fft-patch", "f16-heads-frames-patch",
             "f16-heads-wide-patch", "cpy-f16-patch", "q8-narrow-patch", "q8-wide-regs-patch", "q8-narrow-signs-patch",
             "q8-vnni-patch", "q8-vnni-narrow-patch",
