@@ -32,7 +32,7 @@ case "$FLAVOUR" in
   native) arch_flags=(-DGGML_NATIVE=ON) ;;
   *) echo "setup: VOXPIPE_WHISPER_BUILD must be x86-64-v3 or native, not $FLAVOUR" >&2; exit 64 ;;
 esac
-RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch abort-dtw-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch f16-cols-f32-patch fa-wide-softmax-patch energy-patch mel-fft-patch f16-heads-frames-patch f16-heads-wide-patch cpy-f16-patch q8-narrow-patch q8-wide-regs-patch q8-narrow-signs-patch q8-vnni-patch q8-vnni-narrow-patch"
+RUNTIME_ID="whisper.cpp 1.8.5 (pywhispercpp 1.5.1) $FLAVOUR openmp-off llamafile abort-patch abort-dtw-patch barrier-wake-patch encoder-fa-patch tinyblas-rows-patch detect-reuse-patch fa-pack-once-patch last-logits-patch q8-blocks-patch fa-wide-patch gelu-gather-patch sampling-patch f16-cols-patch dtw-median-patch tinyblas-batches-patch q8-prefetch-patch q8-wide-patch f16-heads-patch vec-max-patch f16-cols-f32-patch fa-wide-softmax-patch energy-patch mel-fft-patch f16-heads-frames-patch f16-heads-wide-patch cpy-f16-patch q8-narrow-patch q8-wide-regs-patch q8-narrow-signs-patch q8-vnni-patch q8-vnni-narrow-patch q8-thread-buffers-patch"
 
 . "$here/pypi.sh"
 
@@ -102,7 +102,8 @@ if [ ! -f "$PREFIX/lib/libwhisper.so" ] || [ "$(cat "$RUNTIME_STAMP" 2>/dev/null
   # "q8-vnni-narrow"; chosen at run time, the same bits as the baseline's AVX2
   # kernel; the AMX kernel prefetches a decoder step's next weight rows, "q8-prefetch" in the
   # runtime's name; the AVX2 kernel takes products of 16 columns or more by 16-bit multiply-adds,
-  # 8 columns a register, "q8-wide"):
+  # 8 columns a register, "q8-wide"; every kernel's scratch memory freed when its thread ends,
+  # "q8-thread-buffers": ggml starts a graph's worker threads anew for every graph):
   # scripts/patches/ggml-q8-blocks.py.
   python3 "$here/patches/ggml-q8-blocks.py" "$src/ggml/src"
   # The baseline's instruction sets, named one by one (never -march=native unless asked). OpenMP

@@ -264,7 +264,7 @@ import VoxTesting
             "q8-prefetch-patch", "q8-wide-patch", "f16-heads-patch", "vec-max-patch", "f16-cols-f32-patch",
             "fa-wide-softmax-patch", "energy-patch", "mel-fft-patch", "f16-heads-frames-patch",
             "f16-heads-wide-patch", "cpy-f16-patch", "q8-narrow-patch", "q8-wide-regs-patch", "q8-narrow-signs-patch",
-            "q8-vnni-patch", "q8-vnni-narrow-patch",
+            "q8-vnni-patch", "q8-vnni-narrow-patch", "q8-thread-buffers-patch",
         ]
         for patch in patches {
             #expect(record.contains(patch), "\(record)")
@@ -275,6 +275,20 @@ import VoxTesting
         for kernel in ["voxpipe_q8_gemm_amx\0", "voxpipe_q8_gemm_vnni\0", "voxpipe_simd_gemm_avx512\0"] {
             #expect(try Data(contentsOf: cpuCode).range(of: Data(kernel.utf8)) != nil, "\(kernel)")
         }
+        // None of voxpipe's kernel code is a weak symbol: the linker keeps one copy of a weak function
+        // for every object, and the one kept could be built for AVX-512 (the kernels' scratch buffer
+        // was, its destructor exported from the AVX-512 objects, until it moved to an unnamed namespace).
+        let nm = Process()
+        nm.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        nm.arguments = ["nm", "-D", "--defined-only", cpuCode.path]
+        let symbols = Pipe()
+        nm.standardOutput = symbols
+        try nm.run()
+        let table = String(decoding: symbols.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        nm.waitUntilExit()
+        let exported = table.split(separator: "\n").filter { $0.contains("voxpipe") }
+        #expect(nm.terminationStatus == 0 && exported.count == 4, "\(exported)")
+        #expect(exported.allSatisfy { $0.split(separator: " ").dropFirst().first == "T" }, "\(exported)")
         // This CPU has the baseline; one without AVX2 and FMA gets exit 69 naming them.
         try WhisperRuntime.checkCPU()
         let old: Set<String> = ["pni", "ssse3", "sse4_2", "avx", "f16c", "bmi2"]

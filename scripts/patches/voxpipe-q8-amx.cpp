@@ -107,25 +107,15 @@ static void tile16(const blk * A, int64_t lda, const int32_t * bp, const float *
     for (int64_t c = 0; c < cols; ++c)
         for (int r = 0; r < 16; ++r) C[ldc * (j0 + c) + i + r] = t[r][c];
 }
-// per-thread buffers for the packed columns of `blocks` blocks (plain malloc: no C++ library code is
-// instantiated in this AVX-512 object, where the baseline's objects could pick it up)
-// false when memory ran out (the caller then takes the baseline's kernel: the same bits)
-static bool reserve(int32_t ** bp, float ** dbv, int64_t * held, int64_t blocks) {
-    if (blocks <= *held) return true;
-    free(*bp);
-    free(*dbv);
-    *bp = (int32_t *) malloc(sizeof(int32_t) * 128 * blocks);
-    *dbv = (float *) malloc(sizeof(float) * 16 * blocks);
-    *held = *bp != NULL && *dbv != NULL ? blocks : 0;
-    return *held > 0;
-}
 static void gemm_amx(const blk * A, int64_t lda, const blk * B, int64_t ldb, float * C, int64_t ldc, int64_t m, int64_t n, int64_t k, int ith, int nth) {
     const int64_t m16 = m / 16 * 16, groups = (n + 15) / 16;
-    static thread_local int32_t * bp = NULL;
-    static thread_local float * dbv = NULL;
-    static thread_local int64_t held = 0;
+    // the packed columns of one group (many columns) or of every group (few), and their scales
+    static thread_local buffer packed, scales;
     const bool many = groups >= 2 * nth;
-    if (!reserve(&bp, &dbv, &held, many ? k : k * groups)) {
+    const int64_t blocks = many ? k : k * groups;
+    int32_t * bp = (int32_t *) packed.get(sizeof(int32_t) * 128 * blocks);
+    float * dbv = (float *) scales.get(sizeof(float) * 16 * blocks);
+    if (bp == NULL || dbv == NULL) {  // out of memory: the baseline's kernel (the same bits)
         gemm(A, lda, B, ldb, C, ldc, m, n, k, ith, nth);
         return;
     }

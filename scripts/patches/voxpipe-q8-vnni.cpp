@@ -98,29 +98,20 @@ static inline void tile_store(const int32_t * a8, const float * da, int64_t k, c
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < G * 16 && j + c < j1; ++c) C[ldc * (j + c) + i + r] = out[(r * G + c / 16) * 16 + c % 16];
 }
-// per-thread buffers (plain malloc: no C++ library code is instantiated in this AVX-512 object, where
-// the baseline's objects could pick it up); false when memory ran out
-static bool reserve(void ** p, size_t * held, size_t bytes) {
-    if (bytes <= *held) return true;
-    free(*p);
-    *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    *held = *p != NULL ? bytes : 0;
-    return *p != NULL;
-}
 // rows [i0, i1) of C, every column; false (nothing written) if the buffers cannot be had
 static bool rows(const blk * A, int64_t lda, const blk * B, int64_t ldb, float * C, int64_t ldc, int64_t k, int64_t n, int64_t i0, int64_t i1) {
-    static thread_local void * bufs[5] = {NULL, NULL, NULL, NULL, NULL};
-    static thread_local size_t held[5] = {0, 0, 0, 0, 0};
+    static thread_local buffer bufs[5];
     const int64_t slab = n < SLAB ? (n + 15) / 16 * 16 : SLAB;
     const size_t want[5] = {(size_t) (slab * k * 8) * 4, (size_t) (slab * k) * 4, (size_t) (slab * k) * 4,
                             (size_t) (CHUNK * k * 8) * 4, (size_t) (CHUNK * k) * 4};
+    void * got[5];
     for (int b = 0; b < 5; ++b)
-        if (!reserve(&bufs[b], &held[b], want[b])) return false;
-    int32_t * b8 = (int32_t *) bufs[0];
-    int32_t * s0 = (int32_t *) bufs[1];
-    float * db = (float *) bufs[2];
-    int32_t * a8 = (int32_t *) bufs[3];
-    float * da = (float *) bufs[4];
+        if ((got[b] = bufs[b].get(want[b])) == NULL) return false;
+    int32_t * b8 = (int32_t *) got[0];
+    int32_t * s0 = (int32_t *) got[1];
+    float * db = (float *) got[2];
+    int32_t * a8 = (int32_t *) got[3];
+    float * da = (float *) got[4];
     for (int64_t j0 = 0; j0 < n; j0 += SLAB) {
         const int64_t j1 = j0 + SLAB < n ? j0 + SLAB : n;
         pack_b(B, ldb, k, j0, j1, b8, s0, db);
