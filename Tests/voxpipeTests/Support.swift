@@ -91,10 +91,14 @@ func files(under dir: URL) -> [String] {
     }.sorted()
 }
 
-/// Starts `voxpipe serve` on a free port; returns the process and the port it printed.
-func serve(_ arguments: [String]) throws -> (Process, Int) {
+/// Starts `voxpipe serve` on a free port, with `environment` added to the test's own; returns the
+/// process and the port it printed.
+func serve(_ arguments: [String], environment: [String: String] = [:]) throws -> (Process, Int) {
     let process = Process()
     process.executableURL = voxpipeBinary
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     // A long turn timeout unless the test sets one: the suite may share a busy machine.
     let timeout = arguments.contains("--timeout") ? [] : ["--timeout", "900"]
     process.arguments = ["serve"] + arguments + timeout + ["--port", "0"]
